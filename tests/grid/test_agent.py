@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rigwise.grid.agent import ProbeFacts, nvlink_domains
+from rigwise.grid.measure import ProbeFacts, nvlink_domains
 from rigwise.probe import FakeBackend
 
 

@@ -3,6 +3,7 @@ in for Ray (the Ray cluster tests run the same service on a real cluster)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,17 +17,27 @@ from rigwise.grid.config import make_config
 from rigwise.grid.coordinator import create_app
 from rigwise.grid.db import JobRow, LedgerRow
 from rigwise.grid.placement import PlacementPlan
+from rigwise.grid.policy import MachineFacts
 from rigwise.grid.service import GridService
 
 
 class InlineEngine:
-    """Runs a job body at launch, in this process; can pretend a node died."""
+    """Runs a job body at launch, in this process; can pretend a node died. The grid's
+    verification of a node "measures" ``measured`` (the claim itself when None)."""
 
     def __init__(self) -> None:
         self.running: dict[str, Any] = {}
         self.alive: dict[str, bool] = {}
         self.lose_next = False
         self.checkpoints: dict[str, bytes] = {}
+        self.measured: MachineFacts | None = None
+        self.verified: dict[str, tuple[str, Any]] = {}
+
+    def verify(self, node_id: str, cpus: float, gpus: int, claimed: MachineFacts) -> None:
+        self.verified[node_id] = ("done", (self.measured or claimed).to_dict())
+
+    def verification(self, node_id: str) -> tuple[str, Any]:
+        return self.verified.pop(node_id, ("absent", None))
 
     def launch(
         self,
@@ -87,11 +98,20 @@ def grid(tmp_path: Path, corpus: bytes) -> Any:
 
 
 def join(client: TestClient, service: GridService, facts: Any, name: str) -> dict[str, Any]:
+    """Join as the agent would: ask, start the "Ray worker", let the grid verify, read back."""
     headers = {"Authorization": f"Bearer {service.join_token}"}
     body = {"facts": facts.to_dict(), "name": name, "owner": f"owner-{name}", "labels": {}}
     response = client.post("/api/join", json=body, headers=headers)
     response.raise_for_status()
-    return dict(response.json())
+    answer = dict(response.json())
+    if answer["state"] == "verifying":
+        engine = service.engine
+        assert isinstance(engine, InlineEngine)
+        engine.alive[answer["id"]] = True
+        service.tick()  # starts the grid's measurement
+        service.tick()  # reads it and decides
+        answer.update(state=service.node(answer["id"])["state"])
+    return answer
 
 
 def step_until_done(
@@ -232,3 +252,55 @@ def test_ledger_is_append_only(grid: Any) -> None:
         session.execute(LedgerRow.__table__.update().values(amount=5.0))
         session.commit()
     assert service.ledger()["balances"] == {"a": 1.0}
+
+
+def test_grid_verifies_before_admitting_and_credits_its_own_figure(
+    grid: Any, make_facts: Any
+) -> None:
+    service, engine, client, _admin = grid
+    headers = {"Authorization": f"Bearer {service.join_token}"}
+    body = {"facts": make_facts().to_dict(), "name": "w", "owner": "owner-w", "labels": {}}
+    answer = client.post("/api/join", json=body, headers=headers).json()
+    assert answer["state"] == "verifying" and answer["credential"]
+    own = {"Authorization": f"Bearer {answer['credential']}"}
+    # until the grid has measured it, the node may read its own record and nothing else
+    assert client.get(f"/api/nodes/{answer['id']}", headers=own).json()["state"] == "verifying"
+    assert client.post("/api/jobs", json={"job": TRAIN}, headers=own).status_code == 403
+    engine.measured = make_facts(measured_flops=1.5e11)
+    engine.alive[answer["id"]] = True
+    service.tick()
+    service.tick()
+    record = client.get(f"/api/nodes/{answer['id']}", headers=own).json()
+    assert record["state"] == "admitted"
+    assert record["measured_flops"] == 1.5e11  # credit follows the grid's figure
+    assert record["verification"]["state"] == "passed"
+    assert record["verification"]["measured"]["measured_flops"] == 1.5e11
+    assert client.get("/api/jobs", headers=own).status_code == 200
+
+
+def test_an_inflated_claim_is_rejected_and_its_credential_stops_working(
+    grid: Any, make_facts: Any
+) -> None:
+    service, engine, client, admin = grid
+    engine.measured = make_facts(measured_flops=1e11)
+    liar = join(client, service, make_facts(measured_flops=1e15), "liar")
+    assert liar["state"] == "rejected"
+    record = client.get(f"/api/nodes/{liar['id']}", headers=admin).json()
+    assert any(r.startswith("verification: flops") for r in record["reasons"])
+    own = {"Authorization": f"Bearer {liar['credential']}"}
+    assert client.get("/api/jobs", headers=own).status_code == 403
+    assert client.get(f"/api/nodes/{liar['id']}", headers=own).json()["state"] == "rejected"
+
+
+def test_a_node_whose_worker_never_connects_is_rejected_in_time(grid: Any, make_facts: Any) -> None:
+    service, _, client, _admin = grid
+    headers = {"Authorization": f"Bearer {service.join_token}"}
+    body = {"facts": make_facts().to_dict(), "name": "w", "owner": "o", "labels": {}}
+    answer = client.post("/api/join", json=body, headers=headers).json()
+    service.tick()
+    assert service.node(answer["id"])["state"] == "verifying"
+    service.verification_rule = replace(service.verification_rule, timeout_s=0.0)
+    service.tick()
+    record = service.node(answer["id"])
+    assert record["state"] == "rejected"
+    assert "Ray worker never connected" in record["reasons"][0]

@@ -21,7 +21,9 @@ from typing import Any
 
 import httpx
 import pytest
+import yaml
 
+from rigwise.errors import GridError
 from rigwise.grid import agent
 from rigwise.grid.client import GridClient
 from rigwise.grid.placement import NODE_ID_LABEL, node_labels
@@ -39,6 +41,30 @@ RAY_ENV = {
 # (and restored when the module's cluster is torn down).
 _SAVED_ENV = {key: os.environ.get(key) for key in RAY_ENV}
 os.environ.update(RAY_ENV)
+
+
+# The grid measures every joining node itself (a 1-CPU Ray worker on a busy CI machine), so the
+# policy asks little and the claims below are modest ones that machine can back up.
+TEST_POLICY = {
+    "min_cpu_cores": 1,
+    "min_memory_bytes": 1e9,
+    "min_disk_free_bytes": 5e8,
+    "min_measured_flops": 5e9,
+    "min_memory_bandwidth_bytes_per_s": 1e9,
+    "min_network_bytes_per_s": 1.25e7,
+}
+
+
+def claim(make_facts: Any, **changes: Any) -> Any:
+    """An honest claim for one 1-CPU loopback node."""
+    modest = {
+        "cpu_cores": 1,
+        "memory_bytes": 2e9,
+        "disk_free_bytes": 1e9,
+        "measured_flops": 1e10,
+        "measured_memory_bandwidth_bytes_per_s": 2e9,
+    }
+    return make_facts(**{**modest, **changes})
 
 
 def _free_port() -> int:
@@ -64,6 +90,7 @@ class Grid:
             },
         )
         (data_dir / "ray-token").write_text(RAY_ENV["RAY_AUTH_TOKEN"])
+        (data_dir / "policy.yaml").write_text(yaml.safe_dump({"admission": TEST_POLICY}))
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.process: subprocess.Popen[str] | None = None
@@ -85,6 +112,8 @@ class Grid:
             str(self.port),
             "--ray-address",
             self.cluster.address,
+            "--policy",
+            str(self.data_dir / "policy.yaml"),
         ]
         log = (self.data_dir / "coordinator.log").open("a")
         self.process = subprocess.Popen(
@@ -113,10 +142,20 @@ class Grid:
             num_cpus=1, labels=labels, node_ip_address="127.0.0.1"
         )
 
+    def stop_ray(self, answer: dict[str, Any]) -> None:
+        self.cluster.remove_node(self.ray_nodes.pop(answer["id"]))
+
     def join(self, facts: Any, name: str) -> dict[str, Any]:
+        """The agent's join: claim, start the Ray worker, wait for the grid's verdict."""
         client = GridClient(self.url, self.join_token)
         return agent.join(
-            client, agent.StaticFacts(facts), name, f"owner-{name}", {}, self.start_ray
+            client,
+            agent.StaticFacts(facts),
+            name,
+            f"owner-{name}",
+            {},
+            self.start_ray,
+            stop_ray=self.stop_ray,
         )
 
     def wait(self, job_id: str, states: tuple[str, ...], timeout: float = 180) -> dict[str, Any]:
@@ -169,9 +208,10 @@ def long_train(steps: int) -> dict[str, Any]:
 
 
 def test_admits_one_node_and_rejects_another(grid: Grid, make_facts: Any) -> None:
-    good = grid.join(make_facts(), "good")
-    weak = grid.join(make_facts(measured_flops=5e8, site="lab"), "weak")
-    assert good["state"] == "admitted"
+    good = grid.join(claim(make_facts), "good")
+    weak = grid.join(claim(make_facts, measured_flops=5e8), "weak")
+    assert good["state"] == "admitted", good["reasons"]
+    assert good["verification"]["state"] == "passed"
     assert weak["state"] == "rejected"
     assert any(reason.startswith("measured_flops") for reason in weak["reasons"])
     assert "weak" not in str(grid.ray_nodes)  # no Ray worker for a rejected machine
@@ -182,6 +222,24 @@ def test_admits_one_node_and_rejects_another(grid: Grid, make_facts: Any) -> Non
     assert good["id"] in labelled and weak["id"] not in labelled
     states = {n["id"]: n["state"] for n in grid.admin.nodes()}
     assert states == {good["id"]: "admitted", weak["id"]: "rejected"}
+    # admitted on what the grid measured on the node's Ray worker, and credited on that
+    record = grid.admin.node(good["id"])
+    measured = record["verification"]["measured"]
+    assert measured["measured_flops"] > 5e9 and measured["network_bytes_per_s"] > 1.25e7
+    assert record["measured_flops"] == measured["measured_flops"] != 1e10
+
+
+def test_a_node_that_overstates_itself_is_measured_and_rejected(
+    grid: Grid, make_facts: Any
+) -> None:
+    liar = grid.join(claim(make_facts, measured_flops=1e15), "liar")
+    assert liar["state"] == "rejected"
+    assert any(reason.startswith("verification: flops") for reason in liar["reasons"])
+    assert liar["id"] not in grid.ray_nodes  # the agent stopped its Ray worker
+    assert grid.admin.node(liar["id"])["state"] == "rejected"
+    revoked = GridClient(grid.url, liar["credential"])
+    with pytest.raises(GridError, match="rejected"):
+        revoked.jobs()
 
 
 def test_wrong_token_is_refused_by_the_real_server(grid: Grid) -> None:
@@ -234,8 +292,8 @@ def test_coordinator_killed_mid_job_loses_no_job_or_ledger_entry(grid: Grid) -> 
 def test_command_job_gang_scheduled_over_two_nodes_on_one_switch(
     grid: Grid, make_facts: Any
 ) -> None:
-    second = grid.join(make_facts(), "second")
-    assert second["state"] == "admitted"
+    second = grid.join(claim(make_facts), "second")
+    assert second["state"] == "admitted", second["reasons"]
     command = [sys.executable, "-c", "import os; print('rank', os.environ['RIGWISE_RANK'])"]
     job = {
         "name": "hello",

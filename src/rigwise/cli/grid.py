@@ -149,7 +149,7 @@ def join(
     import socket
 
     from rigwise.errors import InputError
-    from rigwise.grid import agent
+    from rigwise.grid import agent, measure
     from rigwise.grid.client import GridClient
 
     extra = {}
@@ -162,23 +162,26 @@ def join(
     starter = None if no_ray else agent.start_ray_worker(url)
     answer = agent.join(
         client,
-        agent.ProbeFacts(site, switch),
+        measure.ProbeFacts(site, switch),
         name or socket.gethostname(),
         owner or getpass.getuser(),
         extra,
         starter,
+        stop_ray=None if no_ray else agent.stop_ray_worker,
     )
-    if answer["state"] == "admitted":
+    if "credential" in answer and answer["state"] != "rejected":
         where = agent.save_credential(answer, url)
-        answer = {k: v for k, v in answer.items() if k not in ("credential", "ray_token")}
         answer["credential_file"] = str(where)
+    answer = {k: v for k, v in answer.items() if k not in ("credential", "ray_token")}
     if as_json:
         print_json(answer)
     else:
         click.echo(f"node {answer['id']}: {answer['state']}")
         for reason in answer["reasons"]:
             click.echo(f"  failed: {reason}")
-    if answer["state"] != "admitted":
+        if answer["state"] == "verifying":
+            click.echo("  the grid measures this machine itself once its Ray worker runs")
+    if answer["state"] == "rejected":
         raise SystemExit(1)
 
 

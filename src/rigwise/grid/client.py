@@ -28,6 +28,7 @@ class GridClient:
         if not token:
             raise InputError("No grid token.", hint=f"Pass --token or set {TOKEN_ENV}.")
         self.url = url.rstrip("/")
+        self.transport = transport
         self._http = httpx.Client(
             base_url=self.url,
             timeout=timeout,
@@ -74,6 +75,9 @@ class GridClient:
 
     def nodes(self) -> list[dict[str, Any]]:
         return list(self._json("GET", "/api/nodes"))
+
+    def node(self, node_id: str) -> dict[str, Any]:
+        return dict(self._json("GET", f"/api/nodes/{node_id}"))
 
     def submit(self, job: dict[str, Any]) -> dict[str, Any]:
         return dict(self._json("POST", "/api/jobs", json={"job": job}))

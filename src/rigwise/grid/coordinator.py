@@ -21,6 +21,7 @@ from rigwise.grid import auth
 from rigwise.grid.config import GridConfig, ray_network_env
 from rigwise.grid.policy import MachineFacts
 from rigwise.grid.service import GridService
+from rigwise.grid.verify import VERIFYING
 
 log = logging.getLogger("rigwise.grid")
 
@@ -94,12 +95,23 @@ def create_app(service: GridService, scheduler_interval: float | None = 0.5) -> 
             raise _Refused(401, "missing or wrong token")
         return who
 
-    def member(who: Annotated[auth.Principal, Depends(principal)]) -> auth.Principal:
+    def caller(who: Annotated[auth.Principal, Depends(principal)]) -> auth.Principal:
         if who.role == auth.ROLE_JOIN:
             raise _Refused(403, "the join token may only join a node")
         return who
 
+    def refuse_unadmitted(who: auth.Principal) -> None:
+        # a node's credential works once the grid has verified the node (see grid/verify.py)
+        state = service.node_state(who.node_id) if who.node_id is not None else None
+        if state in (VERIFYING, "rejected"):
+            raise _Refused(403, f"node {who.node_id} is {state}: only its own record is readable")
+
+    def member(who: Annotated[auth.Principal, Depends(caller)]) -> auth.Principal:
+        refuse_unadmitted(who)
+        return who
+
     Member = Annotated[auth.Principal, Depends(member)]
+    Caller = Annotated[auth.Principal, Depends(caller)]
     Anyone = Annotated[auth.Principal, Depends(principal)]
 
     @app.post("/api/join")
@@ -122,6 +134,17 @@ def create_app(service: GridService, scheduler_interval: float | None = 0.5) -> 
     @app.get("/api/nodes")
     def nodes(who: Member) -> list[dict[str, Any]]:
         return service.nodes()
+
+    @app.get("/api/nodes/{node_id}")
+    def node(node_id: str, who: Caller) -> dict[str, Any]:
+        # a verifying or rejected node may read its own verdict and nothing else
+        if (
+            who.node_id is not None
+            and who.node_id != node_id
+            and service.node_state(who.node_id) == VERIFYING
+        ):
+            raise _Refused(403, f"node {who.node_id} is still being verified by the grid")
+        return service.node(node_id)
 
     @app.get("/api/jobs")
     def jobs(who: Member) -> list[dict[str, Any]]:
@@ -193,6 +216,7 @@ def start(config: GridConfig, ray_port: int, on_ready: Callable[[str], None]) ->
     address = config.ray_address or ray_adapter.start_head(config.host, ray_port, ray_token)
     ray_adapter.connect(address, ray_token)
     service = GridService(config, ray_address=address, ray_token=ray_token)
-    service.attach_engine(ray_adapter.RayEngine(config.checkpoint_dir))
+    payload = service.verification_rule.payload_bytes
+    service.attach_engine(ray_adapter.RayEngine(config.checkpoint_dir, payload))
     on_ready(service.join_token)
     serve(service, config.host, config.port)

@@ -40,13 +40,15 @@ class NodeRow(Base):
     id: Mapped[str] = mapped_column(String(32), primary_key=True)
     name: Mapped[str] = mapped_column(String(200))
     owner: Mapped[str] = mapped_column(String(200))
-    state: Mapped[str] = mapped_column(String(16))  # admitted / rejected / lost
+    state: Mapped[str] = mapped_column(String(16))  # verifying / admitted / rejected / lost
     reasons: Mapped[list[str]] = mapped_column(JSON, default=list)
     facts: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     resources: Mapped[dict[str, float]] = mapped_column(JSON, default=dict)
     labels: Mapped[dict[str, str]] = mapped_column(JSON, default=dict)
     measured_flops: Mapped[float] = mapped_column(Float, default=0.0)
     storage_role: Mapped[bool] = mapped_column(default=False)
+    # the grid's own measurement of the node: claimed and measured facts, checks, verdict
+    verification: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     joined_at: Mapped[float] = mapped_column(Float, default=_now)
 
 

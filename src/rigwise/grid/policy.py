@@ -44,6 +44,7 @@ class MachineFacts:
     numa_nodes: int = 1
     site: str = "default"
     switch: str = "default"
+    disk_path: str = "."  # where disk_free_bytes was measured (the grid measures it there too)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -46,7 +46,8 @@ from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 from rigwise.errors import GridError
 from rigwise.grid import runtime
 from rigwise.grid.auth import ray_auth_env
-from rigwise.grid.placement import NODE_ID_LABEL, PlacementPlan
+from rigwise.grid.placement import NODE_ID_LABEL, PlacementPlan, label_value
+from rigwise.grid.policy import MachineFacts
 
 HEAD_RESOURCE = "rigwise-head"
 NAMESPACE = "rigwise"
@@ -160,6 +161,18 @@ def _run_job(
         ray.get(sink.save.remote(job_id, step, blob))
 
     return runtime.run_job(kind, app, requires, inputs, resume, save)
+
+
+@ray.remote(max_retries=0)
+def _verify_node(claimed: dict[str, Any], payload: list[Any]) -> dict[str, Any]:
+    """The grid's measurement of the node this runs on (see ``rigwise.grid.verify``); the
+    payload ref is wrapped in a list so Ray does not fetch it before the clock starts."""
+    from rigwise.grid.verify import measure_node
+
+    def fetch() -> int:
+        return len(ray.get(payload[0]))
+
+    return measure_node(claimed["disk_path"], claimed["site"], claimed["switch"], fetch)
 
 
 def _train_rank(config: dict[str, Any]) -> dict[str, Any] | None:
@@ -288,7 +301,9 @@ class _Running:
 class RayEngine:
     """Jobs in flight in this coordinator process (lost with it; the database is the truth)."""
 
-    def __init__(self, checkpoint_dir: Path) -> None:
+    def __init__(self, checkpoint_dir: Path, payload_bytes: int = 8_000_000) -> None:
+        self.payload_bytes = payload_bytes
+        self.verifying: dict[str, tuple[Any, Any]] = {}  # node id -> (result ref, payload ref)
         self.train_storage = str(checkpoint_dir / "ray-train")
         self.sink = CheckpointSink.options(  # type: ignore[attr-defined]
             name=SINK_NAME,
@@ -408,6 +423,33 @@ class RayEngine:
             )(TinyLMReplica)
             serve.run(deployment.bind(model_id, weights), name=name, route_prefix=None)
             return name, False
+
+    def verify(self, node_id: str, cpus: float, gpus: int, claimed: MachineFacts) -> None:
+        """Run the grid's measurement on ``node_id``'s Ray worker, holding all it offers."""
+        payload = ray.put(bytes(self.payload_bytes))
+        ref = _verify_node.options(
+            num_cpus=cpus,
+            num_gpus=gpus,
+            label_selector={NODE_ID_LABEL: label_value(node_id)},
+        ).remote(claimed.to_dict(), [payload])
+        self.verifying[node_id] = (ref, payload)
+
+    def verification(self, node_id: str) -> tuple[str, Any]:
+        """('absent', None) when none is in flight in this process, ('running', None),
+        ('done', measured facts as a dict) or ('error', why)."""
+        entry = self.verifying.get(node_id)
+        if entry is None:
+            return "absent", None
+        ready, _ = ray.wait([entry[0]], timeout=0)
+        if not ready:
+            return "running", None
+        del self.verifying[node_id]
+        try:
+            return "done", ray.get(entry[0])
+        except ray.exceptions.RayTaskError as exc:
+            return "error", str(exc.cause if exc.cause is not None else exc).splitlines()[-1]
+        except (ray.exceptions.RayError, OSError) as exc:
+            return "error", type(exc).__name__
 
     def _workers(self, job_id: str) -> list[str]:
         """Grid node ids of a data-parallel job's ranks, once its process group is up."""

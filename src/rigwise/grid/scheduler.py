@@ -1,5 +1,5 @@
-"""One scheduling pass over the database: refresh node liveness, follow running jobs, launch
-queued ones. Called in a loop by the coordinator (and directly by tests)."""
+"""One scheduling pass over the database: verify joining nodes, refresh node liveness, follow
+running jobs, launch queued ones. Called in a loop by the coordinator (and directly by tests)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from rigwise.errors import RigwiseError
-from rigwise.grid import credits, leaderboard
+from rigwise.grid import credits, leaderboard, nodes
 from rigwise.grid.db import JobRow, LedgerRow, ModelRow, NodeRow
 from rigwise.grid.jobs import JobSpec
 from rigwise.grid.placement import plan_placement
@@ -24,6 +24,7 @@ def tick(service: GridService) -> None:
     if engine is None:
         return
     with service.sessions.begin() as session:
+        nodes.verify_pass(session, engine, service.policy, service.verification_rule)
         lost = _refresh_nodes(session, engine)
         rows = session.scalars(
             select(JobRow)

@@ -23,9 +23,11 @@ from rigwise.grid import auth, credits, leaderboard
 from rigwise.grid.config import GridConfig
 from rigwise.grid.db import JobEventRow, JobRow, LedgerRow, NodeRow, TokenRow, open_database
 from rigwise.grid.jobs import FINAL_STATES, JobSpec, parse_job, predict_seconds, template_of
+from rigwise.grid.nodes import grid_labels, node_dict
 from rigwise.grid.placement import NodeView, PlacementPlan, plan_placement
 from rigwise.grid.policy import DEFAULT_POLICY_FILE, MachineFacts, evaluate, load_policy
 from rigwise.grid.storage import ChunkStores, Manifest
+from rigwise.grid.verify import VERIFYING, VerificationRule
 
 MAX_ATTEMPTS = 5
 
@@ -48,6 +50,8 @@ class Engine(Protocol):
     def poll(self, job_id: str) -> tuple[str, Any]: ...
     def release(self, job_id: str, cancel: bool = False) -> None: ...
     def alive_nodes(self) -> dict[str, bool]: ...
+    def verify(self, node_id: str, cpus: float, gpus: int, claimed: MachineFacts) -> None: ...
+    def verification(self, node_id: str) -> tuple[str, Any]: ...
 
 
 def _new_id(prefix: str) -> str:
@@ -61,6 +65,7 @@ class GridService:
         self.policy = load_policy(config.policy_file)
         self.policy_data = read_yaml(DEFAULT_POLICY_FILE)
         self.credit_rule = credits.load_credit_rule(self.policy_data)
+        self.verification_rule = VerificationRule.from_policy_data(self.policy_data)
         self.held_out_fraction = float(self.policy_data["leaderboard"]["held_out_fraction"])
         names = [f"replica-{index}" for index in range(config.replicas)]
         # --store directories come first, so replicas land on the NAS / other disks first
@@ -82,6 +87,11 @@ class GridService:
             if session.scalar(select(TokenRow).where(TokenRow.token_hash == digest)) is None:
                 session.add(TokenRow(token_hash=digest, account=account, role=role, node_id=node))
 
+    def node_state(self, node_id: str) -> str | None:
+        with self.sessions() as session:
+            row = session.get(NodeRow, node_id)
+            return row.state if row is not None else None
+
     def authenticate(self, token: str | None) -> auth.Principal | None:
         if not token:
             return None
@@ -95,31 +105,18 @@ class GridService:
     def join(
         self, facts: MachineFacts, name: str, owner: str, labels: dict[str, str]
     ) -> dict[str, Any]:
-        """Admit or reject a machine by policy; admitted ones get a credential and Ray access."""
+        """Judge a machine's claim by policy. One that passes gets a credential and Ray access
+        and is ``verifying`` until the grid has measured it on its own Ray worker
+        (``rigwise.grid.verify``); one that fails is rejected at once."""
         decision = evaluate(self.policy, facts)
         node_id = _new_id("n")
-        largest_domain = max(
-            (
-                sum(1 for g in facts.gpus if g.nvlink_domain == gpu.nvlink_domain)
-                for gpu in facts.gpus
-                if gpu.nvlink_domain
-            ),
-            default=min(len(facts.gpus), 1),
-        )
-        grid_labels = {
-            "site": facts.site,
-            "switch": facts.switch,
-            "numa-nodes": str(facts.numa_nodes),
-            "gpu-model": facts.gpus[0].name if facts.gpus else "none",
-            "nvlink-domain-gpus": str(largest_domain),
-            **labels,
-        }
+        given_labels = {**grid_labels(facts), **labels}
         resources = {
             "CPU": float(facts.cpu_cores),
             "GPU": float(len(facts.gpus)),
             "gpu_memory_bytes": min((g.memory_bytes for g in facts.gpus), default=0.0),
         }
-        state = "admitted" if decision.admitted else "rejected"
+        state = VERIFYING if decision.admitted else "rejected"
         answer: dict[str, Any] = {"id": node_id, "state": state, **decision.to_dict()}
         with self.sessions.begin() as session:
             session.add(
@@ -131,8 +128,9 @@ class GridService:
                     reasons=decision.reasons,
                     facts=facts.to_dict(),
                     resources=resources,
-                    labels=grid_labels,
-                    measured_flops=facts.measured_flops,
+                    labels=given_labels,
+                    measured_flops=0.0,  # credited on the grid's own measurement only
+                    verification={"state": "pending" if decision.admitted else "not run"},
                 )
             )
         if decision.admitted:
@@ -142,27 +140,23 @@ class GridService:
                 credential=credential,
                 ray_address=self.ray_address,
                 ray_token=self.ray_token,
-                labels=grid_labels,
+                labels=given_labels,
                 resources=resources,
+                verify_timeout_s=self.verification_rule.timeout_s,
             )
         return answer
+
+    def node(self, node_id: str) -> dict[str, Any]:
+        with self.sessions() as session:
+            row = session.get(NodeRow, node_id)
+            if row is None:
+                raise InputError(f"No node {node_id!r}.", hint="List them: rigwise grid nodes.")
+            return node_dict(row, detail=True)
 
     def nodes(self) -> list[dict[str, Any]]:
         with self.sessions() as session:
             rows = session.scalars(select(NodeRow).order_by(NodeRow.joined_at)).all()
-        return [
-            {
-                "id": r.id,
-                "name": r.name,
-                "owner": r.owner,
-                "state": r.state,
-                "reasons": r.reasons,
-                "resources": r.resources,
-                "labels": r.labels,
-                "measured_flops": r.measured_flops,
-            }
-            for r in rows
-        ]
+        return [node_dict(row) for row in rows]
 
     def _node_views(self, session: Session) -> list[NodeView]:
         rows = session.scalars(select(NodeRow).where(NodeRow.state == "admitted")).all()

@@ -1,0 +1,115 @@
+"""The grid's nodes: their labels and listing, and the verification pass that turns a
+``verifying`` node (admitted on its claim) into ``admitted`` or ``rejected`` on what the grid
+measured on its Ray worker (``rigwise.grid.verify``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from rigwise.grid.db import NodeRow
+from rigwise.grid.policy import MachineFacts, Policy
+from rigwise.grid.verify import VERIFYING, VerificationRule, judge, timed_out
+
+if TYPE_CHECKING:
+    from rigwise.grid.service import Engine
+
+
+def verify_pass(session: Session, engine: Engine, policy: Policy, rule: VerificationRule) -> None:
+    """Start the grid's measurement on every verifying node whose Ray worker is up; settle the
+    ones measured, failed or out of time. A restarted coordinator starts over (no state lost:
+    the node stays verifying until a verdict is written)."""
+    pending = session.scalars(select(NodeRow).where(NodeRow.state == VERIFYING)).all()
+    if not pending:
+        return
+    alive = engine.alive_nodes()
+    for node in pending:
+        status, value = engine.verification(node.id)
+        if status == "done":
+            settle(session, node, MachineFacts.from_dict(value), "", policy, rule)
+        elif status == "error":
+            settle(
+                session,
+                node,
+                None,
+                f"the grid's benchmark failed on the node: {value}",
+                policy,
+                rule,
+            )
+        elif timed_out(rule, node.joined_at):
+            why = (
+                "its Ray worker never connected"
+                if status == "absent" and not alive.get(node.id)
+                else "the grid's benchmark did not finish"
+            )
+            settle(session, node, None, f"{why} within {rule.timeout_s:.0f} s", policy, rule)
+        elif status == "absent" and alive.get(node.id):
+            claimed = MachineFacts.from_dict(node.facts)
+            engine.verify(node.id, node.resources.get("CPU", 1.0), len(claimed.gpus), claimed)
+            node.verification = {"state": "running"}
+
+
+def settle(
+    session: Session,
+    node: NodeRow,
+    measured: MachineFacts | None,
+    why: str,
+    policy: Policy,
+    rule: VerificationRule,
+) -> None:
+    """The verdict on a verifying node: judged on ``measured`` (the grid's figures), or
+    rejected for ``why`` when it could not be measured. A rejected node's credential can then
+    only read the node's own record (see the coordinator's ``member``)."""
+    if measured is None:
+        node.state, node.reasons = "rejected", [f"verification: {why}"]
+        node.verification = {"state": "failed", "error": why}
+        return
+    claimed = MachineFacts.from_dict(node.facts)
+    verified, verdict = judge(policy, claimed, measured, rule)
+    node.state = "admitted" if verdict.admitted else "rejected"
+    node.reasons = verdict.reasons
+    node.measured_flops = verified.measured_flops
+    node.verification = {
+        "state": "passed" if verdict.admitted else "failed",
+        "measured": measured.to_dict(),
+        "verified": verified.to_dict(),
+        **verdict.to_dict(),
+    }
+
+
+def grid_labels(facts: MachineFacts) -> dict[str, str]:
+    """The labels the grid gives a node from its facts (placement selects on them)."""
+    largest_domain = max(
+        (
+            sum(1 for g in facts.gpus if g.nvlink_domain == gpu.nvlink_domain)
+            for gpu in facts.gpus
+            if gpu.nvlink_domain
+        ),
+        default=min(len(facts.gpus), 1),
+    )
+    return {
+        "site": facts.site,
+        "switch": facts.switch,
+        "numa-nodes": str(facts.numa_nodes),
+        "gpu-model": facts.gpus[0].name if facts.gpus else "none",
+        "nvlink-domain-gpus": str(largest_domain),
+    }
+
+
+def node_dict(row: NodeRow, detail: bool = False) -> dict[str, Any]:
+    verification = dict(row.verification or {})
+    if not detail:  # the list keeps the verdict; the figures are in `grid node ID`
+        verification = {k: v for k, v in verification.items() if k in ("state", "error")}
+    return {
+        "id": row.id,
+        "name": row.name,
+        "owner": row.owner,
+        "state": row.state,
+        "reasons": row.reasons,
+        "resources": row.resources,
+        "labels": row.labels,
+        "measured_flops": row.measured_flops,
+        "verification": verification,
+    }
