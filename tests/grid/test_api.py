@@ -19,6 +19,7 @@ from rigwise.grid.db import JobRow, LedgerRow
 from rigwise.grid.placement import PlacementPlan
 from rigwise.grid.policy import MachineFacts
 from rigwise.grid.service import GridService
+from rigwise.grid.storage import DirectoryStore
 
 
 class InlineEngine:
@@ -38,6 +39,10 @@ class InlineEngine:
 
     def verification(self, node_id: str) -> tuple[str, Any]:
         return self.verified.pop(node_id, ("absent", None))
+
+    @staticmethod
+    def node_store(name: str, node_id: str, directory: str) -> DirectoryStore:
+        return DirectoryStore(name, Path(directory))  # the "node's disk" is a local folder
 
     def launch(
         self,
@@ -304,3 +309,27 @@ def test_a_node_whose_worker_never_connects_is_rejected_in_time(grid: Any, make_
     record = service.node(answer["id"])
     assert record["state"] == "rejected"
     assert "Ray worker never connected" in record["reasons"][0]
+
+
+def test_datasets_are_replicated_to_storage_nodes_and_survive_their_loss(
+    grid: Any, make_facts: Any, tmp_path: Path, corpus: bytes
+) -> None:
+    service, engine, client, admin = grid
+    listed = client.get("/api/data", headers=admin).json()
+    assert listed[0]["stores"] == ["coordinator"] and listed[0]["replicas"] == 2  # one short
+    disk = tmp_path / "node-disk"
+    disk.mkdir()
+    node = join(client, service, make_facts(storage_path=str(disk)), "nas")
+    assert node["state"] == "admitted"
+    assert client.get(f"/api/nodes/{node['id']}", headers=admin).json()["storage_role"]
+    service.next_replication = 0.0  # the pass is due now (it runs every few seconds)
+    service.tick()  # topped up on the storage node
+    manifest = client.get("/api/data", headers=admin).json()[0]
+    assert manifest["stores"] == ["coordinator", f"node:{node['id']}"]
+    held = [path for path in disk.rglob("*") if path.is_file()]
+    assert len(held) == manifest["chunks"]
+    fresh = client.put("/api/data/fresh", content=b"new data", headers=admin).json()
+    assert fresh["stores"] == [f"node:{node['id']}", "coordinator"]  # storage nodes first
+    engine.alive[node["id"]] = False  # the storage node goes away
+    assert client.get("/api/data/corpus", headers=admin).content == corpus
+    assert client.get("/api/data/fresh", headers=admin).content == b"new data"

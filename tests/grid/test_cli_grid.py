@@ -89,3 +89,27 @@ def test_bad_job_file_exit_2(
     job_file.write_text("name: t\nkind: teleport\n")
     code, _, err = run(capsys, "submit", str(job_file))
     assert code == 2 and "kind" in err
+
+
+def test_eval_sends_tasks_and_models_shows_their_scores(
+    server: GridService, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from rigwise.grid.client import GridClient
+    from rigwise.grid.db import JobRow, ModelRow
+
+    server.data_put("corpus", b"hello grid " * 100)
+    server.data_put("mc", b'{"context": "a", "choices": ["b", "c"], "label": 0}\n')
+    with server.sessions.begin() as session:
+        session.add(ModelRow(id="m-1", name="tiny", owner="me", artifact="model:m-1", lineage={}))
+    args = ["eval", "m-1", "--dataset", "corpus", "--no-wait"]
+    code, queued, _ = run(capsys, *args, "--tasks", "hellaswag, grid:mc", "--json")
+    assert code == 0
+    with server.sessions() as session:
+        row = session.get(JobRow, queued["id"])
+        assert row is not None and row.spec["app"]["tasks"] == ["hellaswag", "grid:mc"]
+    code, _, err = run(capsys, *args, "--tasks", "grid:nope")
+    assert code == 2 and "'nope'" in err
+    board = [{"rank": 1, "id": "m-1", "tasks": {"grid:mc": {"acc_stderr": 0.1, "acc": 0.75}}}]
+    monkeypatch.setattr(GridClient, "models", lambda self: board)
+    code, table, _ = run(capsys, "models")
+    assert code == 0 and "grid:mc acc 0.75" in table

@@ -60,3 +60,20 @@ def test_planner_predicts_run_time_when_the_job_carries_a_plan() -> None:
     assert seconds == plan_training(**options).time_to_train_s
     assert seconds is not None and seconds > 0 and "rtx-4090" in note
     assert predict_seconds(parse_job({"name": "p", "kind": "train"}, {}))[0] is None
+
+
+def test_evaluate_tasks_are_checked_and_require_lm_eval() -> None:
+    def evaluate(tasks: object, requires: tuple[str, ...] = ()) -> JobSpec:
+        app = {"model": "m", "dataset": "d", "tasks": tasks}
+        software = {"requires": list(requires)}
+        return parse_job({"name": "e", "kind": "evaluate", "app": app, "software": software}, {})
+
+    spec = evaluate(["hellaswag", "grid:mc"], requires=("torch",))
+    assert spec.requires == ("torch", "lm_eval")  # a worker without it fails, naming it
+    assert evaluate(["grid:mc"], requires=("lm_eval",)).requires == ("lm_eval",)
+    assert evaluate([]).requires == ()
+    for bad, named in [("hellaswag", "list"), (["ok", ""], "list"), (["grid:"], "no dataset")]:
+        with pytest.raises(InputError, match=named):
+            evaluate(bad)
+    with pytest.raises(InputError, match="twice"):
+        evaluate(["grid:mc", "grid:mc"])

@@ -8,6 +8,7 @@ agent for admitted machines only. Ray token authentication is on; every Ray proc
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import signal
@@ -260,11 +261,16 @@ def test_train_pinned_by_labels_then_register_evaluate_and_rank(grid: Grid, corp
     assert job["state"] == "succeeded", job
     assert job["node"] == good["id"]
     model_id = job["result"]["model_id"]
-    evaluation = grid.admin.evaluate(model_id, "corpus")
-    assert grid.wait(evaluation["id"], ("succeeded", "failed"))["state"] == "succeeded"
+    quiz = [{"context": "the grid", "choices": [" node", " zzqx"], "label": 0}] * 4
+    grid.admin.data_put("quiz", "\n".join(json.dumps(row) for row in quiz).encode())
+    evaluation = grid.admin.evaluate(model_id, "corpus", tasks=["grid:quiz"])
+    graded = grid.wait(evaluation["id"], ("succeeded", "failed"))
+    assert graded["state"] == "succeeded", graded
     board = grid.admin.models()
     assert board[0]["id"] == model_id and board[0]["rank"] == 1
     assert 1.0 < board[0]["perplexity"] < 64  # uniform over bytes would be 256
+    # lm-eval ran on the worker: a corpus word beats bytes the corpus never has
+    assert board[0]["tasks"]["grid:quiz"]["acc"] == 1.0
     credit = grid.admin.credits()
     assert credit["balances"]["owner-good"] > 0
 
@@ -362,6 +368,25 @@ def test_cancel_stops_a_running_job_and_frees_its_node(grid: Grid) -> None:
     after = grid.wait(grid.admin.submit(follow_up)["id"], ("succeeded", "failed"))
     assert after["state"] == "succeeded"  # the node's only CPU was given back
     assert grid.admin.job(job_id)["state"] == "cancelled"
+
+
+def test_datasets_go_to_a_storage_node_through_ray_and_outlive_it(
+    grid: Grid, make_facts: Any, tmp_path: Path
+) -> None:
+    disk = tmp_path / "nas-node"
+    disk.mkdir()
+    nas = grid.join(claim(make_facts, storage_path=str(disk), disk_path=str(disk)), "nas")
+    assert nas["state"] == "admitted", nas["reasons"]
+    data = bytes(range(256)) * 12_000  # 3 MB: three chunks
+    manifest = grid.admin.data_put("archive", data, replicas=2)
+    assert manifest["stores"] == [f"node:{nas['id']}", "coordinator"]
+    held = {path.name: path for path in disk.rglob("*") if path.is_file()}
+    assert set(held) == set(manifest["chunks"])  # written by a Ray task on the node
+    held[manifest["chunks"][0]].write_bytes(b"bit rot")
+    assert grid.admin.data_get("archive") == data  # detected, read from the coordinator's copy
+    assert held[manifest["chunks"][0]].read_bytes() != b"bit rot"  # and repaired on the node
+    grid.cluster.remove_node(grid.ray_nodes.pop(nas["id"]))
+    assert grid.admin.data_get("archive") == data  # the node is gone, the data is not
 
 
 def test_run_best_is_answered_by_a_ray_serve_deployment_without_http(grid: Grid) -> None:

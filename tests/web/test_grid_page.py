@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 
@@ -14,6 +15,20 @@ from rigwise.grid.service import GridService
 from rigwise.web.views import grid_context
 
 
+class ThroughTestClient(httpx.BaseTransport):
+    """Hands the grid client's requests to the app's TestClient (which may be built on httpx2,
+    whose transports httpx cannot use)."""
+
+    def __init__(self, client: TestClient) -> None:
+        self.client = client
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        answer = self.client.request(
+            request.method, str(request.url), headers=dict(request.headers), content=request.read()
+        )
+        return httpx.Response(answer.status_code, headers=answer.headers, content=answer.content)
+
+
 @pytest.fixture
 def coordinator(tmp_path: Path) -> tuple[GridService, TestClient]:
     service = GridService(make_config(tmp_path, replicas=1))
@@ -22,7 +37,7 @@ def coordinator(tmp_path: Path) -> tuple[GridService, TestClient]:
 
 def test_grid_page_lists_what_the_coordinator_holds(coordinator) -> None:  # type: ignore[no-untyped-def]
     service, http = coordinator
-    grid = GridClient("http://testserver", service.admin_token, transport=http._transport)
+    grid = GridClient("http://testserver", service.admin_token, transport=ThroughTestClient(http))
     ctx = grid_context(grid)
     assert ctx["error"] is None and ctx["configured"]
     assert ctx["nodes"] == [] and ctx["jobs"] == [] and ctx["models"] == []
@@ -30,6 +45,6 @@ def test_grid_page_lists_what_the_coordinator_holds(coordinator) -> None:  # typ
 
 def test_a_wrong_token_is_an_error_on_the_page_not_a_crash(coordinator) -> None:  # type: ignore[no-untyped-def]
     _, http = coordinator
-    grid = GridClient("http://testserver", "not-the-token", transport=http._transport)
+    grid = GridClient("http://testserver", "not-the-token", transport=ThroughTestClient(http))
     ctx = grid_context(grid)
     assert ctx["error"] and "did not answer" in ctx["error"]

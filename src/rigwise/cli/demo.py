@@ -144,7 +144,10 @@ def _grid() -> tuple[Any, str]:
             f" ({'; '.join(answer['reasons'])})" if answer["reasons"] else ""
         )
         if answer["state"] == "verifying":
-            verdict = "passes on its own figures, verified by the grid once a Ray worker joins"
+            verdict = (
+                "its own figures pass (the grid re-measures a machine on its Ray worker before "
+                "admitting it; a loopback grid takes no workers)"
+            )
         result = {"url": url, "data_dir": data_dir, "join": answer, "dataset": stored}
         return result, (
             f"grid up on {url} (SQLite in {data_dir}); this machine, measured and judged by the "

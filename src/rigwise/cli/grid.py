@@ -8,6 +8,7 @@ commands take ``--url``/``--token`` or ``RIGWISE_GRID_URL``/``RIGWISE_GRID_TOKEN
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -131,6 +132,7 @@ def down(data_dir: str) -> None:
 @click.option("--site", default="default", show_default=True, help="Site label.")
 @click.option("--switch", default="default", show_default=True, help="Network switch label.")
 @click.option("--label", "labels", multiple=True, help="Extra label KEY=VALUE (repeatable).")
+@click.option("--storage", default="", help="Hold grid datasets in this directory (storage role).")
 @click.option("--no-ray", is_flag=True, help="Ask for admission only; do not start Ray.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def join(
@@ -141,6 +143,7 @@ def join(
     site: str,
     switch: str,
     labels: tuple[str, ...],
+    storage: str,
     no_ray: bool,
     as_json: bool,
 ) -> None:
@@ -158,11 +161,16 @@ def join(
         if not sep or not key:
             raise InputError(f"Label {item!r} is not KEY=VALUE.", hint="Use --label rack=r1.")
         extra[key] = value
+    if storage and not (Path(storage).is_dir() and os.access(storage, os.W_OK)):
+        raise InputError(
+            f"Storage directory {storage!r} is not a writable directory.",
+            hint="Create it first (mkdir -p DIR), or mount the disk there.",
+        )
     client = GridClient(url, token)
     starter = None if no_ray else agent.start_ray_worker(url)
     answer = agent.join(
         client,
-        measure.ProbeFacts(site, switch),
+        measure.ProbeFacts(site, switch, storage=storage),
         name or socket.gethostname(),
         owner or getpass.getuser(),
         extra,
@@ -285,9 +293,14 @@ def data_put(
     else:
         click.echo(
             f"{manifest['name']}: {manifest['size_bytes']} bytes, "
-            f"{len(manifest['chunks'])} chunk(s) x {len(manifest['stores'])} replica(s), "
-            f"sha256 {manifest['sha256']}"
+            f"{len(manifest['chunks'])} chunk(s) x {len(manifest['stores'])} replica(s) "
+            f"on {', '.join(manifest['stores'])}, sha256 {manifest['sha256']}"
         )
+        if len(manifest["stores"]) < manifest["replicas"]:
+            click.echo(
+                f"  under-replicated: {len(manifest['stores'])} of {manifest['replicas']} copies;"
+                " more are made as storage nodes join (rigwise grid join --storage DIR)"
+            )
 
 
 @data.command("get")
@@ -337,8 +350,14 @@ def models_command(url: str | None, token: str | None, as_json: bool) -> None:
     rows = _client(url, token).models()
     if as_json:
         print_json(rows)
-    else:
-        _table(rows, ["rank", "id", "name", "owner", "perplexity", "eval_dataset"], "leaderboard")
+        return
+    from rigwise.grid.harness import summary
+
+    columns = ["rank", "id", "name", "owner", "perplexity", "eval_dataset"]
+    if any(row.get("tasks") for row in rows):
+        rows = [{**row, "tasks": summary(row.get("tasks") or {})} for row in rows]
+        columns.append("tasks")
+    _table(rows, columns, "leaderboard")
 
 
 def _wait(client: Any, job_id: str, timeout: float) -> dict[str, Any]:
@@ -353,14 +372,23 @@ def _wait(client: Any, job_id: str, timeout: float) -> dict[str, Any]:
 @grid.command("eval")
 @click.argument("model")
 @click.option("--dataset", required=True, help="Grid dataset whose held-out tail grades it.")
+@click.option("--tasks", default="", help="lm-eval tasks as NAME,grid:DATASET,... (see docs).")
 @click.option("--wait/--no-wait", default=True, show_default=True, help="Wait for the score.")
 @client_options
 def eval_command(
-    model: str, dataset: str, wait: bool, url: str | None, token: str | None, as_json: bool
+    model: str,
+    dataset: str,
+    tasks: str,
+    wait: bool,
+    url: str | None,
+    token: str | None,
+    as_json: bool,
 ) -> None:
-    """Have the grid evaluate a model (held-out perplexity on a grid dataset)."""
+    """Have the grid evaluate a model: held-out perplexity on a grid dataset, plus any
+    lm-evaluation-harness tasks."""
     client = _client(url, token)
-    answer = client.evaluate(model, dataset)
+    names = [name.strip() for name in tasks.split(",") if name.strip()]
+    answer = client.evaluate(model, dataset, names)
     if wait:
         answer = _wait(client, answer["id"], 3600)
     print_json(answer) if as_json else click.echo(

@@ -2,7 +2,7 @@
 leaderboard.
 
 Layering inside this package: ``policy``, ``placement``, ``credits``, ``storage`` and ``auth``
-are pure (no Ray, no web framework); ``ray_adapter`` is the only module importing ``ray``,
+are pure (no Ray, no web framework); ``ray_adapter`` (a subpackage) alone imports ``ray``,
 ``tinylm`` the only one importing ``torch``, ``coordinator`` the only one importing FastAPI.
 """
 

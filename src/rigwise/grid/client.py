@@ -110,8 +110,11 @@ class GridClient:
     def models(self) -> list[dict[str, Any]]:
         return list(self._json("GET", "/api/models"))
 
-    def evaluate(self, model: str, dataset: str) -> dict[str, Any]:
-        return dict(self._json("POST", f"/api/models/{model}/eval", json={"dataset": dataset}))
+    def evaluate(
+        self, model: str, dataset: str, tasks: tuple[str, ...] | list[str] = ()
+    ) -> dict[str, Any]:
+        body = {"dataset": dataset, "tasks": list(tasks)}
+        return dict(self._json("POST", f"/api/models/{model}/eval", json=body))
 
     def run(self, model: str, prompt: str, tokens: int) -> dict[str, Any]:
         body = {"prompt": prompt, "tokens": tokens}

@@ -44,6 +44,8 @@ class SubmitBody(BaseModel):
 
 class EvalBody(BaseModel):
     dataset: str
+    # lm-eval tasks: registered names (e.g. hellaswag) or grid:<dataset>
+    tasks: list[str] = Field(default_factory=list)
 
 
 class RunBody(BaseModel):
@@ -190,7 +192,7 @@ def create_app(service: GridService, scheduler_interval: float | None = 0.5) -> 
 
     @app.post("/api/models/{reference}/eval")
     def evaluate(reference: str, body: EvalBody, who: Member) -> dict[str, Any]:
-        return service.evaluate_model(who, reference, body.dataset)
+        return service.evaluate_model(who, reference, body.dataset, body.tasks)
 
     @app.post("/api/models/{reference}/run")
     def run(reference: str, body: RunBody, who: Member) -> dict[str, Any]:

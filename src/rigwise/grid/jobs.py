@@ -21,6 +21,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rigwise.errors import InputError
+from rigwise.grid.harness import MODULE as HARNESS_MODULE
+from rigwise.grid.harness import grid_dataset
 from rigwise.grid.placement import HardwareProfile
 from rigwise.units import parse_bytes
 
@@ -140,15 +142,38 @@ def parse_job(data: dict[str, Any], templates: dict[str, dict[str, Any]]) -> Job
         same_switch=hardware.same_switch,
         labels=dict(hardware.labels),
     )
+    requires = tuple(model.software.requires)
+    if model.kind == "evaluate" and eval_tasks(model.app) and HARNESS_MODULE not in requires:
+        # a worker without lm-eval then fails the job at once, naming the missing module
+        requires = (*requires, HARNESS_MODULE)
     return JobSpec(
         name=model.name,
         kind=model.kind,
         hardware=profile,
         env=dict(model.software.env),
-        requires=tuple(model.software.requires),
+        requires=requires,
         app=dict(model.app),
         save_as=model.template.save_as,
     )
+
+
+def eval_tasks(app: dict[str, Any]) -> list[str]:
+    """An evaluate job's ``app.tasks`` (lm-eval task names or ``grid:<dataset>``), checked:
+    a list of distinct non-empty strings."""
+    tasks = app.get("tasks", [])
+    if not isinstance(tasks, list) or not all(isinstance(t, str) and t.strip() for t in tasks):
+        raise InputError(
+            f"Job file: app.tasks must be a list of task names (got {tasks!r}).",
+            hint="E.g. tasks: [hellaswag, grid:my-choices]; see docs/grid.md.",
+        )
+    for task in tasks:
+        if grid_dataset(task) == "":
+            raise InputError(
+                f"Job file: app.tasks: {task!r} names no dataset.", hint="Write grid:<dataset>."
+            )
+        if tasks.count(task) > 1:
+            raise InputError(f"Job file: app.tasks lists {task!r} twice.", hint="List it once.")
+    return list(tasks)
 
 
 def template_of(data: dict[str, Any]) -> dict[str, Any]:

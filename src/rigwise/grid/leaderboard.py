@@ -2,8 +2,9 @@
 
 A train job that succeeds registers its weights (stored like a dataset, content-addressed) with
 lineage: job, dataset and its SHA-256, config, node. Evaluations are evaluate jobs the grid runs
-(held-out perplexity on a grid dataset), never numbers a submitter reports. The board ranks
-models by their best held-out perplexity, lowest first; unevaluated models come last.
+(held-out perplexity on a grid dataset, plus lm-evaluation-harness tasks when the job names
+them), never numbers a submitter reports. The board ranks models by their best held-out
+perplexity, lowest first; unevaluated models come last; task scores are shown, not ranked.
 """
 
 from __future__ import annotations
@@ -75,6 +76,9 @@ def register(
 
 
 def record_evaluation(session: Session, job: JobRow, result: dict[str, Any]) -> EvaluationRow:
+    """Record an evaluate job's perplexity; its lm-eval task scores stay in the job's result
+    (``tasks``), where ``ranking`` finds them through this row's ``job_id``."""
+    task_scores(result)  # a malformed score fails the job instead of the board
     app = job.spec.get("app", {})
     row = EvaluationRow(
         model_id=str(app["model"]),
@@ -87,8 +91,32 @@ def record_evaluation(session: Session, job: JobRow, result: dict[str, Any]) -> 
     return row
 
 
+def task_scores(result: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """An evaluate job's lm-eval scores, ``{task: {metric: value}}`` (empty without tasks)."""
+    tasks = result.get("tasks") or {}
+    if not isinstance(tasks, dict) or not all(isinstance(m, dict) for m in tasks.values()):
+        raise ValueError(f"task scores must map task -> metric -> value, got {tasks!r:.100}")
+    return {
+        str(task): {str(metric): float(value) for metric, value in metrics.items()}
+        for task, metrics in tasks.items()
+    }
+
+
+def _latest_task_scores(
+    session: Session, evaluations: list[EvaluationRow]
+) -> dict[str, dict[str, float]]:
+    """Each task's scores from the model's most recent evaluation that ran it."""
+    ids = [evaluation.job_id for evaluation in evaluations]
+    jobs = session.scalars(select(JobRow).where(JobRow.id.in_(ids))).all() if ids else []
+    latest: dict[str, dict[str, float]] = {}
+    for job in sorted(jobs, key=lambda j: j.finished_at or j.created_at):
+        latest.update(task_scores(job.result or {}))
+    return latest
+
+
 def ranking(session: Session) -> list[dict[str, Any]]:
-    """Every model with its best grid-run score, best first."""
+    """Every model with its best grid-run score, best first; ``tasks`` holds its latest
+    lm-eval scores (they do not change the order)."""
     models = session.scalars(select(ModelRow).order_by(ModelRow.created_at)).all()
     board = []
     for model in models:
@@ -98,6 +126,7 @@ def ranking(session: Session) -> list[dict[str, Any]]:
             )
         ).all()
         best = min(scores, key=lambda e: e.value) if scores else None
+        tasks = _latest_task_scores(session, list(scores))
         board.append(
             {
                 "id": model.id,
@@ -108,6 +137,7 @@ def ranking(session: Session) -> list[dict[str, Any]]:
                 METRIC: best.value if best else None,
                 "eval_dataset": best.dataset if best else None,
                 "eval_job": best.job_id if best else None,
+                "tasks": tasks,
             }
         )
     board.sort(key=lambda m: (m[METRIC] is None, m[METRIC] or 0.0))

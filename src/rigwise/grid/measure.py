@@ -70,9 +70,17 @@ class ProbeFacts:
     and memory groups); where those are not installed, by the agent's own small benchmark."""
 
     def __init__(
-        self, site: str = "default", switch: str = "default", disk: str = ".", backend: Any = None
+        self,
+        site: str = "default",
+        switch: str = "default",
+        disk: str = ".",
+        backend: Any = None,
+        storage: str = "",
     ) -> None:
-        self.site, self.switch, self.disk, self.backend = site, switch, disk, backend
+        # a storage node's free disk is measured where its datasets will go
+        self.site, self.switch, self.backend = site, switch, backend
+        self.disk = storage or disk
+        self.storage = os.path.abspath(storage) if storage else ""
 
     def _report(self) -> Any:
         try:
@@ -129,4 +137,5 @@ class ProbeFacts:
             site=self.site,
             switch=self.switch,
             disk_path=os.path.abspath(self.disk),
+            storage_path=self.storage,
         )

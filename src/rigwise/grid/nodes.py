@@ -95,6 +95,7 @@ def grid_labels(facts: MachineFacts) -> dict[str, str]:
         "numa-nodes": str(facts.numa_nodes),
         "gpu-model": facts.gpus[0].name if facts.gpus else "none",
         "nvlink-domain-gpus": str(largest_domain),
+        "storage": "yes" if facts.storage_path else "no",
     }
 
 
@@ -111,5 +112,6 @@ def node_dict(row: NodeRow, detail: bool = False) -> dict[str, Any]:
         "resources": row.resources,
         "labels": row.labels,
         "measured_flops": row.measured_flops,
+        "storage_role": row.storage_role,
         "verification": verification,
     }

@@ -45,6 +45,7 @@ class MachineFacts:
     site: str = "default"
     switch: str = "default"
     disk_path: str = "."  # where disk_free_bytes was measured (the grid measures it there too)
+    storage_path: str = ""  # the node's dataset directory when it takes the storage role
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -87,7 +87,17 @@ def _evaluate(
     _, held_out = split_held_out(inputs["dataset"], float(app["held_out_fraction"]))
     scores = tinylm.perplexity(inputs["weights"], held_out)
     log(f"held-out perplexity {scores['perplexity']:.3f} over {scores['tokens']:.0f} bytes")
-    return {"metrics": scores}
+    result: dict[str, Any] = {"metrics": scores}
+    tasks = list(app.get("tasks") or [])
+    if tasks:
+        from rigwise.grid import harness
+
+        # a grid: task's dataset travels in ``inputs`` under the task's own name
+        data = {task: inputs[task] for task in tasks if task in inputs}
+        result["tasks"] = harness.run_tasks(inputs["weights"], tasks, data)
+        for task, metrics in result["tasks"].items():
+            log(f"lm-eval {task}: " + ", ".join(f"{k} {v:.4g}" for k, v in metrics.items()))
+    return result
 
 
 def _serve(

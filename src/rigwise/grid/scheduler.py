@@ -10,13 +10,16 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from rigwise.errors import RigwiseError
-from rigwise.grid import credits, leaderboard, nodes
+from rigwise.grid import credits, datasets, leaderboard, nodes
 from rigwise.grid.db import JobRow, LedgerRow, ModelRow, NodeRow
+from rigwise.grid.harness import grid_dataset
 from rigwise.grid.jobs import JobSpec
 from rigwise.grid.placement import plan_placement
 
 if TYPE_CHECKING:
     from rigwise.grid.service import Engine, GridService
+
+REPLICATION_INTERVAL_S = 5.0  # how often under-replicated datasets are topped up
 
 
 def tick(service: GridService) -> None:
@@ -26,6 +29,9 @@ def tick(service: GridService) -> None:
     with service.sessions.begin() as session:
         nodes.verify_pass(session, engine, service.policy, service.verification_rule)
         lost = _refresh_nodes(session, engine)
+        if time.monotonic() >= service.next_replication:
+            service.next_replication = time.monotonic() + REPLICATION_INTERVAL_S
+            datasets.replicate_pass(session, service.stores(session))
         rows = session.scalars(
             select(JobRow)
             .where(JobRow.state.in_(("queued", "running")))
@@ -105,7 +111,7 @@ def _succeed(service: GridService, session: Session, row: JobRow, result: dict[s
     try:
         if row.kind == "train":
             model = leaderboard.register(
-                session, service.stores, service.config.replicas, row, result
+                session, service.stores(session), service.config.replicas, row, result
             )
             kept["model_id"] = model.id
         elif row.kind == "evaluate":
@@ -157,13 +163,21 @@ def _inputs(service: GridService, session: Session, spec: JobSpec) -> dict[str, 
         manifest = service._manifest(session, str(dataset))
         if manifest is None:
             raise RigwiseError(f"dataset {dataset!r} is gone from the grid")
-        inputs["dataset"] = service.stores.get(manifest).data
+        inputs["dataset"] = service.read(session, manifest)
     if spec.kind in ("evaluate", "serve"):
         model: ModelRow = leaderboard.model_row(session, str(spec.app.get("model", "")))
         manifest = service._manifest(session, model.artifact)
         if manifest is None:
             raise RigwiseError(f"weights of model {model.id} are gone from the grid")
-        inputs["weights"] = service.stores.get(manifest).data
+        inputs["weights"] = service.read(session, manifest)
+    if spec.kind == "evaluate":
+        for task in spec.app.get("tasks") or []:
+            name = grid_dataset(str(task))
+            task_manifest = service._manifest(session, name) if name else None
+            if name and task_manifest is None:
+                raise RigwiseError(f"dataset {name!r} of task {task!r} is gone from the grid")
+            if task_manifest is not None:  # a grid: lm-eval task travels under its task name
+                inputs[str(task)] = service.read(session, task_manifest)
     return inputs
 
 

@@ -21,12 +21,14 @@ from rigwise.catalog.loader import read_yaml
 from rigwise.errors import GridError, InputError
 from rigwise.grid import auth, credits, leaderboard
 from rigwise.grid.config import GridConfig
+from rigwise.grid.datasets import reachable_stores
 from rigwise.grid.db import JobEventRow, JobRow, LedgerRow, NodeRow, TokenRow, open_database
+from rigwise.grid.harness import grid_dataset
 from rigwise.grid.jobs import FINAL_STATES, JobSpec, parse_job, predict_seconds, template_of
 from rigwise.grid.nodes import grid_labels, node_dict
 from rigwise.grid.placement import NodeView, PlacementPlan, plan_placement
 from rigwise.grid.policy import DEFAULT_POLICY_FILE, MachineFacts, evaluate, load_policy
-from rigwise.grid.storage import ChunkStores, Manifest
+from rigwise.grid.storage import ChunkStores, Manifest, Store
 from rigwise.grid.verify import VERIFYING, VerificationRule
 
 MAX_ATTEMPTS = 5
@@ -52,6 +54,7 @@ class Engine(Protocol):
     def alive_nodes(self) -> dict[str, bool]: ...
     def verify(self, node_id: str, cpus: float, gpus: int, claimed: MachineFacts) -> None: ...
     def verification(self, node_id: str) -> tuple[str, Any]: ...
+    def node_store(self, name: str, node_id: str, directory: str) -> Store: ...
 
 
 def _new_id(prefix: str) -> str:
@@ -67,10 +70,7 @@ class GridService:
         self.credit_rule = credits.load_credit_rule(self.policy_data)
         self.verification_rule = VerificationRule.from_policy_data(self.policy_data)
         self.held_out_fraction = float(self.policy_data["leaderboard"]["held_out_fraction"])
-        names = [f"replica-{index}" for index in range(config.replicas)]
-        # --store directories come first, so replicas land on the NAS / other disks first
-        extra = {f"store-{i}": path for i, path in enumerate(config.store_dirs)}
-        self.stores = ChunkStores(config.storage_dir, [*extra, *names], extra)
+        self.next_replication = 0.0  # monotonic time of the next under-replication pass
         self.ray_address, self.ray_token = ray_address, ray_token
         self.engine: Engine | None = None
         # the scheduler thread and API calls that touch running jobs take turns
@@ -130,6 +130,7 @@ class GridService:
                     resources=resources,
                     labels=given_labels,
                     measured_flops=0.0,  # credited on the grid's own measurement only
+                    storage_role=bool(facts.storage_path),
                     verification={"state": "pending" if decision.admitted else "not run"},
                 )
             )
@@ -221,6 +222,14 @@ class GridService:
                 )
         if spec.kind in ("evaluate", "serve"):
             leaderboard.model_row(session, str(spec.app.get("model", "")))
+        tasks = (spec.app.get("tasks") or []) if spec.kind == "evaluate" else []
+        for task in tasks:
+            name = grid_dataset(str(task))
+            if name and self._manifest(session, name) is None:
+                raise InputError(
+                    f"Dataset {name!r} of task {task!r} is not on the grid.",
+                    hint="Put it first: rigwise grid data put FILE --name NAME.",
+                )
         balance = sum(
             session.scalars(select(LedgerRow.amount).where(LedgerRow.account == who.account)).all()
         )
@@ -276,17 +285,25 @@ class GridService:
     def data_put(self, name: str, data: bytes, replicas: int | None = None) -> dict[str, Any]:
         from rigwise.grid.db import DatasetRow
 
-        manifest = self.stores.put(name, data, replicas or self.config.replicas)
         with self.sessions.begin() as session:
+            stores = self.stores(session)
+            manifest = stores.put(name, data, replicas or self.config.replicas)
             session.merge(DatasetRow(name=name, manifest=manifest.to_dict()))
         return manifest.to_dict()
+
+    def stores(self, session: Session) -> ChunkStores:
+        """The dataset stores reachable now (storage nodes, --store dirs, the coordinator)."""
+        return reachable_stores(session, self.config, self.engine)
+
+    def read(self, session: Session, manifest: Manifest) -> bytes:
+        return self.stores(session).get(manifest).data
 
     def data_get(self, name: str) -> bytes:
         with self.sessions() as session:
             manifest = self._manifest(session, name)
-        if manifest is None:
-            raise InputError(f"No dataset {name!r}.", hint="List them: rigwise grid data ls.")
-        return self.stores.get(manifest).data
+            if manifest is None:
+                raise InputError(f"No dataset {name!r}.", hint="List them: rigwise grid data ls.")
+            return self.read(session, manifest)
 
     def data_ls(self) -> list[dict[str, Any]]:
         from rigwise.grid.db import DatasetRow
@@ -317,15 +334,16 @@ class GridService:
         with self.sessions() as session:
             return leaderboard.model_row(session, reference).id
 
-    def evaluate_model(self, who: auth.Principal, reference: str, dataset: str) -> dict[str, Any]:
-        """Queue a grid-run evaluation (held-out perplexity on ``dataset``)."""
+    def evaluate_model(
+        self, who: auth.Principal, reference: str, dataset: str, tasks: list[str] | None = None
+    ) -> dict[str, Any]:
+        """Queue a grid-run evaluation: held-out perplexity on ``dataset`` and, when given,
+        lm-eval ``tasks`` (registered task names or ``grid:<dataset>``)."""
         model_id = self._model_id(reference)
-        job = {
-            "name": f"eval-{model_id}",
-            "kind": "evaluate",
-            "app": {"model": model_id, "dataset": dataset},
-        }
-        return self.submit(who, job)
+        app: dict[str, Any] = {"model": model_id, "dataset": dataset}
+        if tasks:
+            app["tasks"] = list(tasks)
+        return self.submit(who, {"name": f"eval-{model_id}", "kind": "evaluate", "app": app})
 
     def run_model(
         self, who: auth.Principal, reference: str, prompt: str, tokens: int

@@ -25,6 +25,8 @@ import torch
 from torch import nn
 
 VOCAB = 256
+# the byte a context shorter than the window is padded with (a space)
+PAD = 32
 
 
 @dataclass(frozen=True)
@@ -178,24 +180,55 @@ def perplexity(weights: bytes, data: bytes) -> dict[str, float]:
     return {"perplexity": math.exp(total / count), "tokens": float(count)}
 
 
+def score(
+    model: TinyLM, config: TinyConfig, context: bytes, continuation: bytes
+) -> tuple[float, bool]:
+    """(log-likelihood of ``continuation`` after ``context``, whether greedy decoding yields
+    it): each byte is predicted from the ``config.context`` bytes before it, the text padded
+    with spaces on the left as ``sample`` pads a short prompt, so scores chain: score(a, b) +
+    score(a + b, c) == score(a, b + c)."""
+    torch.set_num_threads(1)
+    text = _tensor(bytes([PAD]) * config.context + context + continuation)
+    total, greedy = 0.0, True
+    with torch.no_grad():
+        for begin in range(config.context + len(context), len(text), 4096):
+            positions = torch.arange(begin, min(begin + 4096, len(text)))
+            logits = model(_windows(text, positions - config.context, config.context))
+            targets = text[positions]
+            picked = torch.log_softmax(logits, dim=1).gather(1, targets.unsqueeze(1))
+            total += float(picked.sum())
+            greedy = greedy and bool((logits.argmax(dim=1) == targets).all())
+    return total, greedy
+
+
 def generate(weights: bytes, prompt: str, tokens: int, seed: int = 0) -> str:
     """Sample ``tokens`` bytes after ``prompt``."""
     return sample(*load(weights), prompt, tokens, seed)
 
 
-def sample(model: TinyLM, config: TinyConfig, prompt: str, tokens: int, seed: int = 0) -> str:
+def sample(
+    model: TinyLM,
+    config: TinyConfig,
+    prompt: str,
+    tokens: int,
+    seed: int = 0,
+    greedy: bool = False,
+) -> str:
     """Sample ``tokens`` bytes after ``prompt`` from a loaded model (a Serve replica keeps
-    one loaded)."""
+    one loaded); ``greedy`` takes the likeliest byte each time instead."""
     torch.set_num_threads(1)
     generator = torch.Generator().manual_seed(seed)
     history = list(prompt.encode("utf-8"))
-    history = [32] * max(0, config.context - len(history)) + history
+    history = [PAD] * max(0, config.context - len(history)) + history
     produced = []
     with torch.no_grad():
         for _ in range(tokens):
             window = torch.tensor([history[-config.context :]], dtype=torch.long)
             probabilities = torch.softmax(model(window)[0], dim=0)
-            byte = int(torch.multinomial(probabilities, 1, generator=generator))
+            if greedy:
+                byte = int(probabilities.argmax())
+            else:
+                byte = int(torch.multinomial(probabilities, 1, generator=generator))
             history.append(byte)
             produced.append(byte)
     return prompt + bytes(produced).decode("utf-8", errors="replace")
