@@ -113,3 +113,16 @@ def test_eval_sends_tasks_and_models_shows_their_scores(
     monkeypatch.setattr(GridClient, "models", lambda self: board)
     code, table, _ = run(capsys, "models")
     assert code == 0 and "grid:mc acc 0.75" in table
+
+
+def test_node_shows_each_check_and_an_unknown_node_is_bad_input(
+    server: GridService, capsys: pytest.CaptureFixture[str], make_facts: Any
+) -> None:
+    weak = server.join(make_facts(measured_flops=1e9), "weak", "me", {})
+    code, record, _ = run(capsys, "node", weak["id"], "--json")
+    assert code == 0 and record["state"] == "rejected"
+    code, out, _ = run(capsys, "node", weak["id"])
+    assert code == 0 and f"node {weak['id']} (weak): rejected" in out
+    assert "measured_flops" in out and "below the minimum" in out
+    code, _, err = run(capsys, "node", "n-nope")
+    assert code == 2 and "n-nope" in err

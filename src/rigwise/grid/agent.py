@@ -89,6 +89,7 @@ def start_ray_worker(url: str) -> StartRay:
             facts.cpu_cores,
             len(facts.gpus),
             node_labels(answer["id"], answer["labels"], {}),
+            answer.get("ray_resources", {}),
         )
 
     return start

@@ -16,6 +16,8 @@ from rigwise.grid.verify import VERIFYING, VerificationRule, judge, timed_out
 if TYPE_CHECKING:
     from rigwise.grid.service import Engine
 
+GIB = 2**30
+
 
 def verify_pass(session: Session, engine: Engine, policy: Policy, rule: VerificationRule) -> None:
     """Start the grid's measurement on every verifying node whose Ray worker is up; settle the
@@ -95,8 +97,19 @@ def grid_labels(facts: MachineFacts) -> dict[str, str]:
         "numa-nodes": str(facts.numa_nodes),
         "gpu-model": facts.gpus[0].name if facts.gpus else "none",
         "nvlink-domain-gpus": str(largest_domain),
+        "gpu-memory-gib": str(int(min((g.memory_bytes for g in facts.gpus), default=0) / GIB)),
+        "link-gbps": f"{facts.network_bytes_per_s * 8 / 1e9:.1f}",
         "storage": "yes" if facts.storage_path else "no",
     }
+
+
+def ray_resources(facts: MachineFacts) -> dict[str, float]:
+    """Custom Ray resources a node's worker advertises (``ray status`` shows them; a task can
+    ask for them): its GPUs' memory in GiB, and one unit of storage for a storage node."""
+    resources = {"rigwise-gpu-memory-gib": sum(g.memory_bytes for g in facts.gpus) / GIB}
+    if facts.storage_path:
+        resources["rigwise-storage"] = 1.0
+    return {name: value for name, value in resources.items() if value > 0}
 
 
 def node_dict(row: NodeRow, detail: bool = False) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from rigwise.grid.datasets import reachable_stores
 from rigwise.grid.db import JobEventRow, JobRow, LedgerRow, NodeRow, TokenRow, open_database
 from rigwise.grid.harness import grid_dataset
 from rigwise.grid.jobs import FINAL_STATES, JobSpec, parse_job, predict_seconds, template_of
-from rigwise.grid.nodes import grid_labels, node_dict
+from rigwise.grid.nodes import grid_labels, node_dict, ray_resources
 from rigwise.grid.placement import NodeView, PlacementPlan, plan_placement
 from rigwise.grid.policy import DEFAULT_POLICY_FILE, MachineFacts, evaluate, load_policy
 from rigwise.grid.storage import ChunkStores, Manifest, Store
@@ -131,7 +131,11 @@ class GridService:
                     labels=given_labels,
                     measured_flops=0.0,  # credited on the grid's own measurement only
                     storage_role=bool(facts.storage_path),
-                    verification={"state": "pending" if decision.admitted else "not run"},
+                    # the checks on the claim, until the grid's own replace them
+                    verification={
+                        "state": "pending" if decision.admitted else "not run",
+                        "checks": decision.to_dict()["checks"],
+                    },
                 )
             )
         if decision.admitted:
@@ -144,6 +148,7 @@ class GridService:
                 labels=given_labels,
                 resources=resources,
                 verify_timeout_s=self.verification_rule.timeout_s,
+                ray_resources=ray_resources(facts),
             )
         return answer
 

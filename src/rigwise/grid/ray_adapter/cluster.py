@@ -65,9 +65,15 @@ def stop_ray(ray_token: str) -> None:
 
 
 def start_worker(
-    address: str, ray_token: str, node_ip: str, num_cpus: int, num_gpus: int, labels: dict[str, str]
+    address: str,
+    ray_token: str,
+    node_ip: str,
+    num_cpus: int,
+    num_gpus: int,
+    labels: dict[str, str],
+    resources: dict[str, float] | None = None,
 ) -> None:
-    """Start this machine's Ray worker advertising the grid's labels."""
+    """Start this machine's Ray worker advertising the grid's labels and custom resources."""
     label_text = ",".join(f"{key}={value}" for key, value in sorted(labels.items()))
     _ray_cli(
         [
@@ -77,6 +83,7 @@ def start_worker(
             f"--num-cpus={num_cpus}",
             f"--num-gpus={num_gpus}",
             f"--labels={label_text}",
+            f"--resources={json.dumps(resources or {})}",
             "--disable-usage-stats",
         ],
         ray_token,
