@@ -58,8 +58,9 @@ class GridError(RigwiseError):
     """A grid coordinator, agent or job problem."""
 
 
-def closest(name: str, candidates: Iterable[str], n: int = 3) -> list[str]:
-    """The ``n`` closest candidates to ``name`` (difflib ratio), best first."""
+def closest(name: str, candidates: Iterable[str], n: int = 3, cutoff: float = 0.0) -> list[str]:
+    """The ``n`` closest candidates to ``name`` (difflib ratio), best first; ``cutoff`` drops
+    poorer matches (and speeds up a search over many thousands of candidates)."""
     pool = list(dict.fromkeys(candidates))
-    matches = difflib.get_close_matches(name, pool, n=n, cutoff=0.0)
+    matches = difflib.get_close_matches(name, pool, n=n, cutoff=cutoff)
     return matches[:n]

@@ -16,7 +16,6 @@ NaN) are dropped.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import json
 import logging
@@ -30,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from rigwise.errors import GridError, InputError, UnknownNameError
+from rigwise.errors import GridError, InputError, UnknownNameError, closest
 
 GRID_PREFIX = "grid:"
 MODULE = "lm_eval"
@@ -171,8 +170,8 @@ def _run_registered(lm: Any, tasks: list[str]) -> dict[str, dict[str, float]]:
 
 def unknown_task(task: str, known: list[str]) -> UnknownNameError:
     """The error for a task lm-eval does not know, with its close matches."""
-    # difflib's default cutoff keeps this fast over lm-eval's ~15k names (cutoff 0: seconds)
-    error = UnknownNameError("lm-eval task", task, difflib.get_close_matches(task, known, n=3))
+    # difflib's usual cutoff (0.6) keeps this fast over lm-eval's ~15k names (cutoff 0: seconds)
+    error = UnknownNameError("lm-eval task", task, closest(task, known, cutoff=0.6))
     if not error.suggestions:
         error.hint = "List them with `lm-eval ls tasks`; a grid dataset is grid:<dataset>."
     return error

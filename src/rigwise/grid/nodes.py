@@ -12,11 +12,10 @@ from sqlalchemy.orm import Session
 from rigwise.grid.db import NodeRow
 from rigwise.grid.policy import MachineFacts, Policy
 from rigwise.grid.verify import VERIFYING, VerificationRule, judge, timed_out
+from rigwise.units import GiB
 
 if TYPE_CHECKING:
     from rigwise.grid.service import Engine
-
-GIB = 2**30
 
 
 def verify_pass(session: Session, engine: Engine, policy: Policy, rule: VerificationRule) -> None:
@@ -30,44 +29,31 @@ def verify_pass(session: Session, engine: Engine, policy: Policy, rule: Verifica
     for node in pending:
         status, value = engine.verification(node.id)
         if status == "done":
-            settle(session, node, MachineFacts.from_dict(value), "", policy, rule)
+            settle(node, MachineFacts.from_dict(value), policy, rule)
         elif status == "error":
-            settle(
-                session,
-                node,
-                None,
-                f"the grid's benchmark failed on the node: {value}",
-                policy,
-                rule,
-            )
+            reject(node, f"the grid's benchmark failed on the node: {value}")
         elif timed_out(rule, node.joined_at):
             why = (
                 "its Ray worker never connected"
                 if status == "absent" and not alive.get(node.id)
                 else "the grid's benchmark did not finish"
             )
-            settle(session, node, None, f"{why} within {rule.timeout_s:.0f} s", policy, rule)
+            reject(node, f"{why} within {rule.timeout_s:.0f} s")
         elif status == "absent" and alive.get(node.id):
             claimed = MachineFacts.from_dict(node.facts)
             engine.verify(node.id, node.resources.get("CPU", 1.0), len(claimed.gpus), claimed)
-            node.verification = {"state": "running"}
+            node.verification = {**node.verification, "state": "running"}
 
 
-def settle(
-    session: Session,
-    node: NodeRow,
-    measured: MachineFacts | None,
-    why: str,
-    policy: Policy,
-    rule: VerificationRule,
-) -> None:
-    """The verdict on a verifying node: judged on ``measured`` (the grid's figures), or
-    rejected for ``why`` when it could not be measured. A rejected node's credential can then
-    only read the node's own record (see the coordinator's ``member``)."""
-    if measured is None:
-        node.state, node.reasons = "rejected", [f"verification: {why}"]
-        node.verification = {"state": "failed", "error": why}
-        return
+def reject(node: NodeRow, why: str) -> None:
+    """A verifying node the grid could not measure: rejected for ``why``. Its credential can
+    then only read the node's own record (see the coordinator's ``member``)."""
+    node.state, node.reasons = "rejected", [f"verification: {why}"]
+    node.verification = {"state": "failed", "error": why}
+
+
+def settle(node: NodeRow, measured: MachineFacts, policy: Policy, rule: VerificationRule) -> None:
+    """The verdict on a verifying node, judged on ``measured`` (the grid's figures)."""
     claimed = MachineFacts.from_dict(node.facts)
     verified, verdict = judge(policy, claimed, measured, rule)
     node.state = "admitted" if verdict.admitted else "rejected"
@@ -97,7 +83,7 @@ def grid_labels(facts: MachineFacts) -> dict[str, str]:
         "numa-nodes": str(facts.numa_nodes),
         "gpu-model": facts.gpus[0].name if facts.gpus else "none",
         "nvlink-domain-gpus": str(largest_domain),
-        "gpu-memory-gib": str(int(min((g.memory_bytes for g in facts.gpus), default=0) / GIB)),
+        "gpu-memory-gib": str(int(min((g.memory_bytes for g in facts.gpus), default=0) / GiB)),
         "link-gbps": f"{facts.network_bytes_per_s * 8 / 1e9:.1f}",
         "storage": "yes" if facts.storage_path else "no",
     }
@@ -106,7 +92,7 @@ def grid_labels(facts: MachineFacts) -> dict[str, str]:
 def ray_resources(facts: MachineFacts) -> dict[str, float]:
     """Custom Ray resources a node's worker advertises (``ray status`` shows them; a task can
     ask for them): its GPUs' memory in GiB, and one unit of storage for a storage node."""
-    resources = {"rigwise-gpu-memory-gib": sum(g.memory_bytes for g in facts.gpus) / GIB}
+    resources = {"rigwise-gpu-memory-gib": sum(g.memory_bytes for g in facts.gpus) / GiB}
     if facts.storage_path:
         resources["rigwise-storage"] = 1.0
     return {name: value for name, value in resources.items() if value > 0}

@@ -157,27 +157,26 @@ def _credit(
 
 
 def _inputs(service: GridService, session: Session, spec: JobSpec) -> dict[str, bytes]:
+    stores = service.stores(session)  # found once: it asks Ray which storage nodes are alive
+
+    def read(name: str, what: str) -> bytes:
+        manifest = service._manifest(session, name)
+        if manifest is None:
+            raise RigwiseError(f"{what} is gone from the grid")
+        return stores.get(manifest).data
+
     inputs: dict[str, bytes] = {}
     dataset = spec.app.get("dataset")
     if dataset:
-        manifest = service._manifest(session, str(dataset))
-        if manifest is None:
-            raise RigwiseError(f"dataset {dataset!r} is gone from the grid")
-        inputs["dataset"] = service.read(session, manifest)
+        inputs["dataset"] = read(str(dataset), f"dataset {dataset!r}")
     if spec.kind in ("evaluate", "serve"):
         model: ModelRow = leaderboard.model_row(session, str(spec.app.get("model", "")))
-        manifest = service._manifest(session, model.artifact)
-        if manifest is None:
-            raise RigwiseError(f"weights of model {model.id} are gone from the grid")
-        inputs["weights"] = service.read(session, manifest)
+        inputs["weights"] = read(model.artifact, f"weights of model {model.id}")
     if spec.kind == "evaluate":
         for task in spec.app.get("tasks") or []:
             name = grid_dataset(str(task))
-            task_manifest = service._manifest(session, name) if name else None
-            if name and task_manifest is None:
-                raise RigwiseError(f"dataset {name!r} of task {task!r} is gone from the grid")
-            if task_manifest is not None:  # a grid: lm-eval task travels under its task name
-                inputs[str(task)] = service.read(session, task_manifest)
+            if name:  # a grid: lm-eval task's dataset travels under the task's own name
+                inputs[str(task)] = read(name, f"dataset {name!r} of task {task!r}")
     return inputs
 
 

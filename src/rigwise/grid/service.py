@@ -212,6 +212,13 @@ class GridService:
             "prediction": prediction_note,
         }
 
+    def _require_dataset(self, session: Session, name: str, shown: str) -> None:
+        if not name or self._manifest(session, name) is None:
+            raise InputError(
+                f"Dataset {shown} is not on the grid.",
+                hint="Put it first: rigwise grid data put FILE --name NAME.",
+            )
+
     def _check_submission(self, session: Session, who: auth.Principal, spec: JobSpec) -> None:
         if spec.kind == "command" and not who.is_admin:
             raise InputError(
@@ -220,21 +227,13 @@ class GridService:
             )
         if spec.kind in ("train", "evaluate"):
             dataset = spec.app.get("dataset")
-            if not dataset or self._manifest(session, str(dataset)) is None:
-                raise InputError(
-                    f"Dataset {dataset!r} is not on the grid.",
-                    hint="Put it first: rigwise grid data put FILE --name NAME.",
-                )
+            self._require_dataset(session, str(dataset) if dataset else "", f"{dataset!r}")
         if spec.kind in ("evaluate", "serve"):
             leaderboard.model_row(session, str(spec.app.get("model", "")))
-        tasks = (spec.app.get("tasks") or []) if spec.kind == "evaluate" else []
-        for task in tasks:
+        for task in (spec.app.get("tasks") or []) if spec.kind == "evaluate" else []:
             name = grid_dataset(str(task))
-            if name and self._manifest(session, name) is None:
-                raise InputError(
-                    f"Dataset {name!r} of task {task!r} is not on the grid.",
-                    hint="Put it first: rigwise grid data put FILE --name NAME.",
-                )
+            if name:
+                self._require_dataset(session, name, f"{name!r} of task {task!r}")
         balance = sum(
             session.scalars(select(LedgerRow.amount).where(LedgerRow.account == who.account)).all()
         )
@@ -300,15 +299,12 @@ class GridService:
         """The dataset stores reachable now (storage nodes, --store dirs, the coordinator)."""
         return reachable_stores(session, self.config, self.engine)
 
-    def read(self, session: Session, manifest: Manifest) -> bytes:
-        return self.stores(session).get(manifest).data
-
     def data_get(self, name: str) -> bytes:
         with self.sessions() as session:
             manifest = self._manifest(session, name)
             if manifest is None:
                 raise InputError(f"No dataset {name!r}.", hint="List them: rigwise grid data ls.")
-            return self.read(session, manifest)
+            return self.stores(session).get(manifest).data
 
     def data_ls(self) -> list[dict[str, Any]]:
         from rigwise.grid.db import DatasetRow

@@ -103,19 +103,12 @@ class ReadReport:
     repaired: tuple[str, ...]  # "store:chunk" replicas found corrupt or missing and rewritten
 
 
-def _cut(data: bytes, chunk_bytes: int) -> dict[str, bytes]:
-    chunks: dict[str, bytes] = {}
-    for start in range(0, max(len(data), 1), chunk_bytes):
-        chunk = data[start : start + chunk_bytes]
-        chunks[hashlib.sha256(chunk).hexdigest()] = chunk
-    return chunks
-
-
-def _digests(data: bytes, chunk_bytes: int) -> tuple[str, ...]:
-    return tuple(
-        hashlib.sha256(data[start : start + chunk_bytes]).hexdigest()
-        for start in range(0, max(len(data), 1), chunk_bytes)
-    )
+def _cut(data: bytes, chunk_bytes: int) -> list[tuple[str, bytes]]:
+    """(SHA-256, chunk) for each chunk of ``data``, in order (an empty dataset is one chunk)."""
+    pieces = [
+        data[start : start + chunk_bytes] for start in range(0, max(len(data), 1), chunk_bytes)
+    ]
+    return [(hashlib.sha256(piece).hexdigest(), piece) for piece in pieces]
 
 
 class ChunkStores:
@@ -138,11 +131,11 @@ class ChunkStores:
         reachable: the manifest then says how many copies are still wanted)."""
         if replicas < 1:
             raise InputError(f"replicas must be at least 1, got {replicas}.", hint="Use 2.")
-        chunks = _cut(data, chunk_bytes)
-        holders = self._write_to(list(self.stores), chunks, replicas)
+        pieces = _cut(data, chunk_bytes)
+        holders = self._write_to(list(self.stores), dict(pieces), replicas)
         whole = hashlib.sha256(data).hexdigest()
         return Manifest(
-            name, len(data), whole, chunk_bytes, _digests(data, chunk_bytes), holders,
+            name, len(data), whole, chunk_bytes, tuple(digest for digest, _ in pieces), holders,
             meta or {}, replicas,
         )  # fmt: skip
 
@@ -217,7 +210,9 @@ class ChunkStores:
         if len(live) >= manifest.wanted or not spare:
             return None
         data = self.get(manifest).data
-        added = self._write_to(spare, _cut(data, manifest.chunk_bytes), manifest.wanted - len(live))
+        added = self._write_to(
+            spare, dict(_cut(data, manifest.chunk_bytes)), manifest.wanted - len(live)
+        )
         return replace(manifest, stores=(*manifest.stores, *added))
 
 
