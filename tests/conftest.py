@@ -24,3 +24,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "gpu" in item.keywords and not has_gpu:
             item.add_marker(pytest.mark.skip(reason="needs an NVIDIA GPU (none found)"))
+
+
+# Every file pytest looked at (collected, or skipped as a whole module), kept on the config for
+# tests/test_collection.py.
+SEEN_ATTRIBUTE = "rigwise_seen_test_files"
+_CONFIGS: list[pytest.Config] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    setattr(config, SEEN_ATTRIBUTE, set())
+    _CONFIGS.append(config)
+
+
+def pytest_collectreport(report: pytest.CollectReport) -> None:
+    path = report.nodeid.split("::", 1)[0]
+    if path.endswith(".py") and _CONFIGS:
+        getattr(_CONFIGS[-1], SEEN_ATTRIBUTE).add(path)

@@ -17,7 +17,7 @@ from rigwise.hardware import (
     resolve_accelerator,
     systems,
 )
-from rigwise.hardware_catalog import build_accelerators, build_links, build_systems
+from rigwise.hardware.catalog import build_accelerators, build_links, build_systems
 
 HAS_APPLE = any(a.vendor == "apple" for a in accelerators())
 HAS_LINKS = bool(links())
@@ -287,8 +287,8 @@ def test_a_decimal_point_is_not_dropped_from_names() -> None:
 
 def test_the_fast_key_function_agrees_with_catalog_names_normalize() -> None:
     from rigwise.catalog.names import normalize
-    from rigwise.hardware_catalog import _accelerator_names
-    from rigwise.hardware_names import normalize as fast_normalize
+    from rigwise.hardware.catalog import _accelerator_names
+    from rigwise.hardware.names import normalize as fast_normalize
 
     names = [n for acc in accelerators() for n in _accelerator_names(acc)]
     names += ["NVIDIA GeForce RTX 4090", "AMD Radeon RX 7900 XTX", "Intel Arc A770", "2x a+b"]

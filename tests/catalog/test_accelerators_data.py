@@ -8,7 +8,7 @@ import pytest
 
 from rigwise.catalog.loader import read_csv
 from rigwise.hardware import accelerators, get_accelerator
-from rigwise.hardware_catalog import _package_files
+from rigwise.hardware.catalog import _package_files
 
 TOLERANCE = 0.01  # 1 %: datasheets round to 3-4 significant digits
 TERA = 1e12

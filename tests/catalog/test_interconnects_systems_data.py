@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from rigwise.catalog import read_csv, read_yaml
-from rigwise.hardware_names import dotted_key
+from rigwise.hardware.names import dotted_key
 
 LINKS = "interconnects.csv"
 SYSTEMS = "systems.yaml"

@@ -71,7 +71,7 @@ def apply_rig(options: dict[str, Any]) -> dict[str, Any]:
     if rig:
         if options.get("on") or options.get("cluster"):
             fail("Give either --rig or --on/--cluster, not both.")
-        from rigwise.build.cluster import rig_on_text
+        from rigwise.design.cluster import rig_on_text
 
         options["on"] = rig_on_text(rig)
     return options

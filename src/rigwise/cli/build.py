@@ -1,4 +1,4 @@
-"""`rigwise rig check RIG.yaml` and `rigwise build MODEL ...`: thin layers over rigwise.build."""
+"""`rigwise rig check RIG.yaml` and `rigwise build MODEL ...`: thin layers over rigwise.design."""
 
 from __future__ import annotations
 
@@ -37,8 +37,8 @@ def rig() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def check(rig_file: str, max_price_age: float | None, today_text: str | None, as_json: bool) -> int:
     """Check RIG_FILE; exit 0 when it works (maybe with warnings), 1 when it does not."""
-    from rigwise.build.rigcheck import check_rig
-    from rigwise.build.rigfile import load_rig
+    from rigwise.design.rigcheck import check_rig
+    from rigwise.design.rigfile import load_rig
 
     result = check_rig(
         load_rig(rig_file), today=_today(today_text), max_price_age_days=max_price_age
@@ -120,7 +120,7 @@ def build(model: str, **options: Any) -> int:
         return _pool(model, options)
     if options["nas_dataset"]:
         return _nas(options)
-    from rigwise.build.api import design_builds
+    from rigwise.design.api import design_builds
 
     today = _today(options["today_text"])
     designer_keys = (
@@ -145,7 +145,7 @@ def build(model: str, **options: Any) -> int:
         model=model, today=today, **{k: options[k] for k in designer_keys if options[k] is not None}
     )
     if options["plot_dir"]:
-        from rigwise.build.plot import pareto_plot
+        from rigwise.design.plot import pareto_plot
 
         pareto_plot(result, options["plot_dir"])
     if options["as_json"]:
@@ -156,7 +156,7 @@ def build(model: str, **options: Any) -> int:
 
 
 def _nas(options: dict[str, Any]) -> int:
-    from rigwise.build.storage import plan_storage
+    from rigwise.design.storage import plan_storage
     from rigwise.units import format_bytes, format_rate, parse_bytes
 
     plan = plan_storage(
@@ -185,7 +185,7 @@ def _nas(options: dict[str, Any]) -> int:
 
 
 def _pool(model: str, options: dict[str, Any]) -> int:
-    from rigwise.build.clusters import pooled_memory_answer
+    from rigwise.design.clusters import pooled_memory_answer
 
     answer = pooled_memory_answer(
         model,

@@ -74,7 +74,7 @@ def _train() -> tuple[Any, str]:
 
 
 def _build() -> tuple[Any, str]:
-    from rigwise.build.api import design_builds
+    from rigwise.design.api import design_builds
 
     design = to_jsonable(
         design_builds(model="llama-3.1-70b", task="infer", target_tps=15, budget=3000, top=3)

@@ -169,7 +169,7 @@ def _api_routes(app: FastAPI, infer_query: type[BaseModel], train_query: type[Ba
 
 def _build_route(app: FastAPI) -> None:
     try:
-        from rigwise.build.api import BuildOptions, design_builds
+        from rigwise.design.api import BuildOptions, design_builds
     except ImportError:  # the designer is optional until it lands
         return
     build_query = query_model(BuildOptions, "BuildQuery")

@@ -216,7 +216,7 @@ def build_context(params: Mapping[str, str]) -> dict[str, Any]:
     ctx = page("What should I build?", "/build", query=query, design=None)
     if "model" not in query:
         return ctx
-    from rigwise.build.api import design_builds
+    from rigwise.design.api import design_builds
 
     result, error = attempt(lambda: design_builds(**query))
     ctx["error"] = error

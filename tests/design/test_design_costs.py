@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from rigwise.build.costs import costs, electricity_price
+from rigwise.design.costs import costs, electricity_price
 from rigwise.errors import UnknownNameError
 
 

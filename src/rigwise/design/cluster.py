@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from rigwise.build.rigfile import Rig
+from rigwise.design.rigfile import Rig
 from rigwise.errors import InputError
 from rigwise.hardware import Cluster, Link, Node
 
@@ -74,7 +74,7 @@ def rig_to_cluster(rig: Rig, link_lookup: LinkLookup | None = None) -> Cluster:
 
 def load_rig_cluster(path: str) -> Cluster:
     """``rigwise infer/train --rig RIG.yaml``: the rig file at ``path`` as planner hardware."""
-    from rigwise.build.rigfile import load_rig
+    from rigwise.design.rigfile import load_rig
 
     return rig_to_cluster(load_rig(path))
 

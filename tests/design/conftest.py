@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from build_helpers import make_gpu
+from design_helpers import make_gpu
 
 from rigwise.hardware import Accelerator
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from rigwise.build.checks_power import parse_connectors
-from rigwise.build.rigcheck import check_rig
-from rigwise.build.rigfile import GpuLookup, Rig, load_rig, parse_rig, resolve_rig
+from rigwise.design.checks_power import parse_connectors
+from rigwise.design.rigcheck import check_rig
+from rigwise.design.rigfile import GpuLookup, Rig, load_rig, parse_rig, resolve_rig
 from rigwise.errors import InputError, UnknownNameError
 
 RIGS = Path(__file__).parents[2] / "examples" / "rigs"

@@ -3,8 +3,8 @@ planners -> keep the Pareto frontier of cost against speed -> ranked options.
 
 Candidates: one box with 1..8 GPUs of each catalog GPU, several such boxes over a network,
 Apple unified-memory machines, and renting GPUs by the hour. Each is estimated by the planners
-(through ``rigwise.build.planner``), then priced, powered, costed and checked
-(``rigwise.build.options``). Every rejected candidate is counted by reason.
+(through ``rigwise.design.planner``), then priced, powered, costed and checked
+(``rigwise.design.options``). Every rejected candidate is counted by reason.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rigwise.build.candidates import Candidate, Rejections, evaluate_formats, generate
-from rigwise.build.options import BuildOption, DesignRequest, build_option
-from rigwise.build.planner import Planner, rigwise_planner
+from rigwise.design.candidates import Candidate, Rejections, evaluate_formats, generate
+from rigwise.design.options import BuildOption, DesignRequest, build_option
+from rigwise.design.planner import Planner, rigwise_planner
 from rigwise.hardware import Accelerator
 
 __all__ = ["BuildOption", "Design", "DesignRequest", "design", "pareto_frontier"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from rigwise.build.planner import Estimate, Planner, rigwise_planner
+from rigwise.design.planner import Estimate, Planner, rigwise_planner
 
 
 @dataclass(frozen=True)

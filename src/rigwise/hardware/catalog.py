@@ -1,10 +1,10 @@
 """Reading the hardware catalog: accelerators*.csv, interconnects.csv, systems.yaml.
 
 Rows are validated with pydantic (the edge) and turned into the frozen dataclasses of
-``rigwise.hardware`` (the inside). Every bad value is a ``CatalogError`` naming file, row, id and
+``hardware.types`` (the inside). Every bad value is a ``CatalogError`` naming file, row, id and
 column. Absent interconnects/systems files give empty tables.
 
-Name resolution (tables in ``hardware_names``): every id, display name, alias and ``default_for``
+Name resolution (tables in ``hardware.names``): every id, display name, alias and ``default_for``
 name is a key, also followed by the memory size ("4090 24GB"). A key shared by several rows (a
 family name such as "M3 Max") picks the row whose ``default_for`` names it, else the first such
 row in file order; a name that only prefixes keys ("rtx40") picks the biggest variant.
@@ -23,8 +23,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rigwise.catalog.loader import read_csv, read_yaml
 from rigwise.errors import CatalogError
-from rigwise.hardware import DTYPES, Accelerator, Link, Resolution, SystemPreset
-from rigwise.hardware_names import KEY_TIERS, NameTable, build_table, normalize
+from rigwise.hardware.names import KEY_TIERS, NameTable, build_table, normalize
+from rigwise.hardware.types import DTYPES, Accelerator, Link, Resolution, SystemPreset
 
 GB = 1e9  # bandwidths: decimal GB/s, as vendors quote them
 # Memory sizes: vendors' "GB" of DRAM/HBM are binary (a 24 GB RTX 3090 has 24576 MiB in

@@ -3,7 +3,7 @@
 Load power is the sum of the parts (GPUs at their power limit, CPU at a fraction of TDP while it
 feeds the GPUs, DIMMs, drives, NICs, fans, board); wall power divides by the PSU's efficiency.
 The fractions are rows of parts/build_rules.csv. Seed 003 gives the check values: 1x/2x/4x
-RTX 4090 systems draw about 550/1050/2000 W (tests/build/test_power.py).
+RTX 4090 systems draw about 550/1050/2000 W (tests/design/test_power.py).
 
 Power limits: decode is memory-bound, so it keeps most of its speed when the limit drops;
 prefill and training are compute-bound and slow down with the clock. The curves are measured
@@ -17,8 +17,8 @@ import itertools
 from collections import defaultdict
 from dataclasses import asdict, dataclass
 
-from rigwise.build import parts
-from rigwise.build.rigfile import Rig
+from rigwise.design import parts
+from rigwise.design.rigfile import Rig
 
 
 @dataclass(frozen=True)

@@ -13,12 +13,12 @@ import datetime as dt
 from dataclasses import dataclass, replace
 from typing import Any
 
-from rigwise.build import parts
-from rigwise.build.assemble import BoxRequest, assemble_box
-from rigwise.build.candidates import Candidate, Format
-from rigwise.build.costs import PartLine, costs, electricity_price
-from rigwise.build.power import power_limit_effect
-from rigwise.build.rigcheck import check_rig
+from rigwise.design import parts
+from rigwise.design.assemble import BoxRequest, assemble_box
+from rigwise.design.candidates import Candidate, Format
+from rigwise.design.costs import PartLine, costs, electricity_price
+from rigwise.design.power import power_limit_effect
+from rigwise.design.rigcheck import check_rig
 from rigwise.hardware import Accelerator
 
 

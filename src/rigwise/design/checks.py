@@ -11,8 +11,8 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from rigwise.build import parts
-from rigwise.build.rigfile import PlacedGpu, Rig
+from rigwise.design import parts
+from rigwise.design.rigfile import PlacedGpu, Rig
 from rigwise.units import format_bytes
 
 

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from rigwise.build.designer import Design, DesignRequest, design
+from rigwise.design.designer import Design, DesignRequest, design
 from rigwise.errors import InputError
 from rigwise.units import parse_count, parse_seconds
 

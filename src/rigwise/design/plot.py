@@ -1,6 +1,6 @@
 """Pareto plot of a design (cost against speed): HTML (plotly) and PNG (matplotlib).
 
-Both libraries are imported lazily here and nowhere else in rigwise.build.
+Both libraries are imported lazily here and nowhere else in rigwise.design.
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rigwise.build.designer import Design
+from rigwise.design.designer import Design
 
 
 def _points(design: Design) -> list[dict[str, Any]]:

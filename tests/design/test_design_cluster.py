@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from rigwise.build.cluster import intra_link_name, rig_to_cluster
-from rigwise.build.rigfile import GpuLookup, load_rig, parse_rig, resolve_rig
+from rigwise.design.cluster import intra_link_name, rig_to_cluster
+from rigwise.design.rigfile import GpuLookup, load_rig, parse_rig, resolve_rig
 from rigwise.errors import InputError
 
 RIGS = Path(__file__).parents[2] / "examples" / "rigs"
@@ -51,7 +51,7 @@ def test_bridged_pair_plans_over_the_bridge_link() -> None:
 
 
 def test_load_rig_cluster_from_a_file() -> None:
-    from rigwise.build.cluster import load_rig_cluster
+    from rigwise.design.cluster import load_rig_cluster
 
     cluster = load_rig_cluster(str(RIGS / "seed000-wrx80e-3x-3090-nvlink.yaml"))
     assert cluster.accelerator_count == 3

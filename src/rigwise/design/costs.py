@@ -15,8 +15,8 @@ import datetime as dt
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from rigwise.build import parts
-from rigwise.build.rigfile import Rig
+from rigwise.design import parts
+from rigwise.design.rigfile import Rig
 from rigwise.errors import UnknownNameError, closest
 from rigwise.hardware import Accelerator
 

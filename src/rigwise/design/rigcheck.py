@@ -9,10 +9,10 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
-from rigwise.build import checks, checks_power, parts
-from rigwise.build.costs import PartLine, rig_parts
-from rigwise.build.power import PowerBreakdown, rig_power
-from rigwise.build.rigfile import Rig
+from rigwise.design import checks, checks_power, parts
+from rigwise.design.costs import PartLine, rig_parts
+from rigwise.design.power import PowerBreakdown, rig_power
+from rigwise.design.rigfile import Rig
 
 
 @dataclass(frozen=True)

@@ -11,11 +11,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from rigwise.build import checks, checks_power, parts
-from rigwise.build.checks import Problem
-from rigwise.build.power import rig_power
-from rigwise.build.rigcheck import rig_problems
-from rigwise.build.rigfile import PlacedGpu, Rig
+from rigwise.design import checks, checks_power, parts
+from rigwise.design.checks import Problem
+from rigwise.design.power import rig_power
+from rigwise.design.rigcheck import rig_problems
+from rigwise.design.rigfile import PlacedGpu, Rig
 from rigwise.hardware import Accelerator
 
 

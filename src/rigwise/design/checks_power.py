@@ -11,10 +11,10 @@ import math
 import re
 from collections import Counter
 
-from rigwise.build import parts
-from rigwise.build.checks import Problem
-from rigwise.build.power import PowerBreakdown
-from rigwise.build.rigfile import PlacedGpu, Rig
+from rigwise.design import parts
+from rigwise.design.checks import Problem
+from rigwise.design.power import PowerBreakdown
+from rigwise.design.rigfile import PlacedGpu, Rig
 from rigwise.units import format_bytes
 
 _CONNECTOR_ITEM = re.compile(r"(\d+)\s*x\s*(.+)", re.I)

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from rigwise.build import parts
-from rigwise.build.power import power_limit_effect, rig_power
-from rigwise.build.rigcheck import check_rig
-from rigwise.build.rigfile import load_rig
 from rigwise.catalog.loader import read_csv
+from rigwise.design import parts
+from rigwise.design.power import power_limit_effect, rig_power
+from rigwise.design.rigcheck import check_rig
+from rigwise.design.rigfile import load_rig
 
 RIGS = Path(__file__).parents[2] / "examples" / "rigs"
 

@@ -1,28 +1,14 @@
-"""Hardware as frozen dataclasses: Accelerator, Link, Node, Cluster.
+"""Hardware as frozen dataclasses: Accelerator, Link, Node, Cluster, SystemPreset.
 
-Built from the catalog (``catalog/data``); nothing here hard-codes a spec. SI units inside:
-bytes, bytes per second (per direction for links), FLOP/s (dense, never sparse), watts, seconds.
-
-INTERFACE CONTRACT (used by estimate/, search, build, probe, grid, web):
-    accelerators() -> tuple[Accelerator, ...]
-    get_accelerator(name) -> Accelerator            # raises UnknownNameError (3 suggestions)
-    resolve_accelerator(name) -> Resolution         # the device plus the other variants a family
-                                                    # name ("M3 Max") also matched
-    links() / get_link(name) -> Link
-    systems() / get_system(name) -> SystemPreset
-    parse_node(text, nodes=1, network=None) -> Cluster   # "2x rtx-3090+nvlink", "dgx-h100", ...
-    load_cluster_file(path) -> Cluster              # YAML, format in catalog/SCHEMA.md
-
-Catalog files are read by ``rigwise.hardware_catalog`` (names: ``hardware_names``, nodes and
-cluster files: ``hardware_nodes``); an absent interconnects or systems
-file gives an empty tuple, never an error.
+Built from the catalog (``catalog/data``, read by ``hardware.catalog``); nothing here hard-codes a
+spec. SI units inside: bytes, bytes per second (per direction for links), FLOP/s (dense, never
+sparse), watts, seconds.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8", "fp4")
@@ -186,98 +172,3 @@ class Resolution:
             f"{self.query!r} names {len(self.alternatives) + 1} variants; using "
             f"{self.accelerator.id} (the catalog's default). Others: {others}."
         )
-
-
-def accelerators() -> tuple[Accelerator, ...]:
-    """Every device in ``accelerators*.csv``, in file order (accelerators.csv first)."""
-    from rigwise.hardware_catalog import accelerator_catalog
-
-    return accelerator_catalog().devices
-
-
-def resolve_accelerator(name: str) -> Resolution:
-    """The device ``name`` stands for: ids, names, aliases, nvidia-smi names, family names."""
-    from rigwise.hardware_catalog import accelerator_catalog
-
-    return accelerator_catalog().resolve(name)
-
-
-def get_accelerator(name: str) -> Accelerator:
-    """The device ``name`` stands for; ``UnknownNameError`` with 3 suggestions otherwise."""
-    return resolve_accelerator(name).accelerator
-
-
-def links() -> tuple[Link, ...]:
-    """Every interconnect in ``interconnects.csv`` (empty when the file is absent)."""
-    from rigwise.hardware_catalog import link_catalog
-
-    return link_catalog().items
-
-
-def get_link(name: str) -> Link:
-    from rigwise.hardware_catalog import link_catalog
-
-    return link_catalog().get(name)
-
-
-def systems() -> tuple[SystemPreset, ...]:
-    """Every preset in ``systems.yaml`` (empty when the file is absent)."""
-    from rigwise.hardware_catalog import system_catalog
-
-    return system_catalog().items
-
-
-def get_system(name: str) -> SystemPreset:
-    from rigwise.hardware_catalog import system_catalog
-
-    return system_catalog().get(name)
-
-
-def parse_node(text: str, nodes: int = 1, network: str | None = None) -> Cluster:
-    """``[N x] DEVICE-OR-SYSTEM [+ LINK]`` repeated over ``nodes`` machines joined by ``network``.
-
-    Examples: ``rtx-4090``, ``2x rtx-3090``, ``2x rtx-3090+nvlink``, ``4xA100 SXM 80GB``,
-    ``dgx-h100``, a CPU row id. Without ``+LINK`` the devices talk over their own NVLink/NVSwitch
-    (SXM/OAM parts) or their PCIe generation's link.
-    """
-    from rigwise.errors import InputError
-
-    if nodes < 1:
-        raise InputError(f"nodes must be at least 1, not {nodes}.", hint="Use --nodes 1 or more.")
-    node = node_from_text(text)
-    link = get_link(network) if network else None
-    return Cluster(nodes=(node,) * nodes, network=link)
-
-
-def node_from_text(text: str, host_memory_bytes: float | None = None) -> Node:
-    """One machine from ``[N x] DEVICE-OR-SYSTEM [+ LINK]`` (see ``parse_node``)."""
-    from rigwise import hardware_nodes as hc
-    from rigwise.errors import InputError
-
-    if not text or not text.strip():
-        raise InputError("Empty node description.", hint="Write it like '2x rtx-3090+nvlink'.")
-    head, plus, link_text = text.partition("+")
-    if plus and not link_text.strip():
-        raise InputError(
-            f"Nothing after '+' in {text!r}.", hint="Write it like '2x rtx-3090+nvlink'."
-        )
-    count, target = hc.split_count(head)
-    system = hc.find_system(target)
-    if system is not None:
-        return hc.node_from_system(system, count, link_text.strip() or None, host_memory_bytes)
-    accelerator = get_accelerator(target)
-    link = hc.intra_link_for(accelerator, link_text.strip() or None)
-    return Node(
-        accelerator=accelerator,
-        count=count,
-        intra_link=link,
-        host_memory_bytes=host_memory_bytes,
-        name=text.strip(),
-    )
-
-
-def load_cluster_file(path: str | Path) -> Cluster:
-    """A cluster described in YAML (format: catalog/SCHEMA.md, section "Cluster files")."""
-    from rigwise.hardware_nodes import read_cluster_file
-
-    return read_cluster_file(Path(path))

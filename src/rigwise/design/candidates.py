@@ -18,8 +18,8 @@ from rigwise.catalog.loader import read_csv
 from rigwise.hardware import Accelerator
 
 if TYPE_CHECKING:
-    from rigwise.build.designer import DesignRequest
-    from rigwise.build.planner import Estimate, Planner
+    from rigwise.design.designer import DesignRequest
+    from rigwise.design.planner import Estimate, Planner
 
 BOX_GPU_COUNTS = (1, 2, 3, 4, 6, 8)  # search space, not a spec
 MULTI_NODE = ((2, 1), (2, 2), (4, 1), (4, 2))  # (nodes, GPUs per node)

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from rigwise.build.storage import plan_storage
+from rigwise.design.storage import plan_storage
 from rigwise.errors import InputError
 
 

@@ -4,8 +4,8 @@ import datetime as dt
 
 import pytest
 
-from rigwise.build import parts
 from rigwise.catalog.loader import read_csv
+from rigwise.design import parts
 from rigwise.errors import CatalogError, UnknownNameError
 
 PART_FILES = [

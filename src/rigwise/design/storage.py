@@ -16,7 +16,7 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from rigwise.build import parts
+from rigwise.design import parts
 from rigwise.errors import InputError
 
 

@@ -16,16 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rigwise.catalog.names import normalize
 from rigwise.errors import CatalogError, InputError, UnknownNameError
-from rigwise.hardware import (
-    Accelerator,
-    Cluster,
-    Link,
-    Node,
-    SystemPreset,
-    get_link,
-    node_from_text,
-)
-from rigwise.hardware_catalog import accelerator_catalog, link_catalog, system_catalog
+from rigwise.hardware.catalog import accelerator_catalog, link_catalog, system_catalog
+from rigwise.hardware.types import Accelerator, Cluster, Link, Node, SystemPreset
 from rigwise.units import GiB
 
 _COUNT_PREFIX = re.compile(r"^\s*(\d+)\s*[x×*]\s*(\S.*)$", re.IGNORECASE)
@@ -216,9 +208,55 @@ def read_cluster_file(path: Path) -> Cluster:
     network = None
     if spec.network:
         try:
-            network = get_link(spec.network)
+            network = link_catalog().get(spec.network)
         except InputError as exc:
             raise InputError(
                 f"Cluster file {str(path)!r}, key 'network': {exc.message}", hint=exc.hint
             ) from exc
     return Cluster(nodes=tuple(nodes), network=network)
+
+
+def parse_node(text: str, nodes: int = 1, network: str | None = None) -> Cluster:
+    """``[N x] DEVICE-OR-SYSTEM [+ LINK]`` repeated over ``nodes`` machines joined by ``network``.
+
+    Examples: ``rtx-4090``, ``2x rtx-3090``, ``2x rtx-3090+nvlink``, ``4xA100 SXM 80GB``,
+    ``dgx-h100``, a CPU row id. Without ``+LINK`` the devices talk over their own NVLink/NVSwitch
+    (SXM/OAM parts) or their PCIe generation's link.
+    """
+
+    if nodes < 1:
+        raise InputError(f"nodes must be at least 1, not {nodes}.", hint="Use --nodes 1 or more.")
+    node = node_from_text(text)
+    link = link_catalog().get(network) if network else None
+    return Cluster(nodes=(node,) * nodes, network=link)
+
+
+def node_from_text(text: str, host_memory_bytes: float | None = None) -> Node:
+    """One machine from ``[N x] DEVICE-OR-SYSTEM [+ LINK]`` (see ``parse_node``)."""
+
+    if not text or not text.strip():
+        raise InputError("Empty node description.", hint="Write it like '2x rtx-3090+nvlink'.")
+    head, plus, link_text = text.partition("+")
+    if plus and not link_text.strip():
+        raise InputError(
+            f"Nothing after '+' in {text!r}.", hint="Write it like '2x rtx-3090+nvlink'."
+        )
+    count, target = split_count(head)
+    system = find_system(target)
+    if system is not None:
+        return node_from_system(system, count, link_text.strip() or None, host_memory_bytes)
+    accelerator = accelerator_catalog().resolve(target).accelerator
+    link = intra_link_for(accelerator, link_text.strip() or None)
+    return Node(
+        accelerator=accelerator,
+        count=count,
+        intra_link=link,
+        host_memory_bytes=host_memory_bytes,
+        name=text.strip(),
+    )
+
+
+def load_cluster_file(path: str | Path) -> Cluster:
+    """A cluster described in YAML (format: catalog/SCHEMA.md, section "Cluster files")."""
+
+    return read_cluster_file(Path(path))

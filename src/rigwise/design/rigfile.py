@@ -34,7 +34,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from rigwise.build import parts
+from rigwise.design import parts
 from rigwise.errors import InputError
 from rigwise.hardware import Accelerator
 

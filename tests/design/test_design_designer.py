@@ -6,10 +6,10 @@ import datetime as dt
 from typing import Any
 
 import pytest
-from build_helpers import make_gpu
+from design_helpers import make_gpu
 
-from rigwise.build.designer import Design, DesignRequest, design, pareto_frontier
-from rigwise.build.planner import Estimate
+from rigwise.design.designer import Design, DesignRequest, design, pareto_frontier
+from rigwise.design.planner import Estimate
 
 TODAY = dt.date(2026, 11, 21)
 POOL = {
@@ -193,7 +193,7 @@ def test_form_desktop_keeps_single_socket_atx_boards() -> None:
         if p.kind == "motherboard"
     }
     assert boards
-    from rigwise.build import parts
+    from rigwise.design import parts
 
     for board in parts.motherboards():
         if board.name in boards:
@@ -214,6 +214,6 @@ def test_break_even_against_renting_the_same_gpus() -> None:
 
 
 def option_kwh_price() -> float:
-    from rigwise.build.costs import electricity_price
+    from rigwise.design.costs import electricity_price
 
     return electricity_price()
