@@ -6,6 +6,7 @@ import pytest
 
 from rigwise.api.infer import plan_inference
 from rigwise.errors import InputError, UnknownNameError
+from rigwise.serialize import to_jsonable
 
 DOCUMENTED = {
     "fits", "verdict", "memory", "prefill", "decode", "ttft_s", "serving", "levers",
@@ -17,7 +18,8 @@ MEMORY_KEYS = {
 
 
 def test_plan_has_the_documented_json_keys() -> None:
-    plan = plan_inference(model="llama-3-8b", on="rtx-4090", quant="Q4_K_M").to_dict()
+    plan = to_jsonable(plan_inference(model="llama-3-8b", on="rtx-4090", quant="Q4_K_M"))
+    assert isinstance(plan, dict)
     assert set(plan) >= DOCUMENTED
     assert set(plan["memory"]) >= MEMORY_KEYS
     assert {"tokens_per_s", "seconds", "bound"} <= set(plan["prefill"])

@@ -1,22 +1,21 @@
-"""``plan_inference(**options) -> InferencePlan``: the inference planner's public entry point.
+"""``plan_inference(options) -> InferencePlan``: the inference planner's public entry point.
 
-Options are the CLI's long option names with ``_`` for ``-`` (``model``, ``on``, ``nodes``,
-``network``, ``cluster``, ``quant``, ``kv_quant``, ``prompt``, ``gen``, ``context``,
-``concurrency``, ``engine``, ``offload``, ``split``, ``tp``, ``pp``, ``latency_budget``,
-``calibration``, ``levers``), validated by pydantic; used by the CLI, ``--queries``, the web UI
-and the build designer. Model and hardware lookups are cached so sweeps run thousands of plans
-per second.
+The options are one typed, frozen ``InferOptions`` (each field documented where it is
+declared; adding an option is one field and its docstring line), validated by pydantic at this
+edge and shared by the CLI, ``--queries``, the web API (its query parameters) and the build
+designer. Model and hardware lookups are cached so sweeps run thousands of plans per second.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import replace
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from rigwise.api._lookup import cached_cluster, cached_model
+from rigwise.api.levers import suggest_levers
 from rigwise.errors import InputError
 from rigwise.estimate.inference import (
     Context,
@@ -27,7 +26,6 @@ from rigwise.estimate.inference import (
     prefill_phase,
 )
 from rigwise.estimate.inference_memory import (
-    DOES_NOT_FIT,
     MemoryBreakdown,
     Stage,
     build_stages,
@@ -38,9 +36,17 @@ from rigwise.estimate.inference_memory import (
     stage_memory,
     summarize,
 )
-from rigwise.estimate.serving import ServingEstimate, serve_plan
+from rigwise.estimate.serving import serve_plan
 from rigwise.hardware import Accelerator, Cluster
 from rigwise.models import ModelSpec
+from rigwise.plans import (
+    DOES_NOT_FIT,
+    InferenceLayout,
+    InferencePlan,
+    InferenceWorkload,
+    LatencyCheck,
+    StageShare,
+)
 from rigwise.units import parse_count, parse_seconds
 
 ENGINES = ("llama.cpp", "vllm", "sglang", "tensorrt-llm", "transformers", "mlx", "ollama")
@@ -50,30 +56,51 @@ _DEFAULT_KV = {"llama.cpp": "f16", "ollama": "f16", "mlx": "f16"}
 
 
 class InferOptions(BaseModel):
-    """The options of ``rigwise infer``; unknown keys are an error naming the key."""
+    """The options of ``rigwise infer`` (long option names with ``_``); unknown keys are an
+    error naming the key. Counts accept '8k'-style strings."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     model: str
+    """Catalog name, HF config.json or .gguf file."""
     on: str | None = None
+    """One node: 'rtx-4090', '2x rtx-3090+nvlink', 'dgx-h100', a CPU platform."""
     nodes: int = Field(1, ge=1, le=100_000)
+    """Number of such nodes (with ``network``)."""
     network: str | None = None
+    """Link between nodes: 10gbe, ib-ndr, thunderbolt-4 ..."""
     cluster: str | None = None
+    """Heterogeneous cluster YAML file (instead of ``on``)."""
     quant: str | None = None
+    """Weights format: Q4_K_M, Q8_0, BF16, FP8, AWQ-4bit-g128, NF4, MXFP4 ... (engine default)."""
     kv_quant: str | None = None
+    """KV cache dtype: f16, bf16, fp8, q8_0, q4_0 (engine default)."""
     prompt: int = Field(512, ge=1)
+    """Prompt tokens."""
     gen: int = Field(128, ge=1)
+    """Generated tokens."""
     context: int | None = Field(None, ge=1)
+    """Context to reserve (default prompt + gen)."""
     concurrency: int | Literal["max"] = 1
+    """Concurrent requests, or 'max' (as many as the KV cache holds)."""
     engine: str | None = None
+    """llama.cpp, vllm, sglang, tensorrt-llm, transformers, mlx, ollama (default by hardware)."""
     offload: Literal["auto", "none"] = "none"
-    host: str | None = None  # CPU platform (catalog CPU row) whose RAM takes offloaded weights
+    """'auto': weights that do not fit go to host RAM (needs ``host``)."""
+    host: str | None = None
+    """Host CPU platform (catalog CPU row) whose RAM takes offloaded weights."""
     split: Literal["layer", "tensor"] | None = None
+    """How devices share the model (default by engine)."""
     tp: int | None = Field(None, ge=1)
+    """Tensor-parallel size."""
     pp: int | None = Field(None, ge=1)
+    """Pipeline stages."""
     latency_budget: str | None = None
+    """Per-token / first-token budget, e.g. '200ms'."""
     calibration: dict[str, float] | None = None
+    """Measured efficiency factors (``rigwise bench``) replacing the catalog's."""
     levers: bool = True
+    """Also measure the levers (changes that make it fit or run faster)."""
 
     @field_validator("prompt", "gen", "context", mode="before")
     @classmethod
@@ -100,57 +127,6 @@ class InferOptions(BaseModel):
 
             raise UnknownNameError("engine", value, closest(name, ENGINES))
         return name
-
-
-@dataclass(frozen=True)
-class InferencePlan:
-    model: str
-    hardware: str
-    engine: str
-    quant: str
-    kv_quant: str
-    layout: Mapping[str, Any]
-    workload: Mapping[str, Any]
-    verdict: str
-    reason: str
-    memory: MemoryBreakdown
-    prefill: Phase | None
-    decode: Phase | None
-    serving: ServingEstimate | None
-    latency: Mapping[str, Any] | None = None
-    levers: tuple[Any, ...] = ()
-    notes: tuple[str, ...] = field(default=())
-    device_kinds: tuple[str, ...] = ()  # gpu | unified | cpu ... of the stages (for levers)
-
-    @property
-    def fits(self) -> bool:
-        return self.verdict != DOES_NOT_FIT
-
-    @property
-    def ttft_s(self) -> float | None:
-        return self.prefill.seconds if self.prefill else None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "model": self.model,
-            "hardware": self.hardware,
-            "engine": self.engine,
-            "quant": self.quant,
-            "kv_quant": self.kv_quant,
-            "fits": self.fits,
-            "verdict": self.verdict,
-            "reason": self.reason,
-            "layout": dict(self.layout),
-            "workload": dict(self.workload),
-            "memory": self.memory.to_dict(),
-            "prefill": self.prefill.to_dict() if self.prefill else None,
-            "decode": self.decode.to_dict(per_token=True) if self.decode else None,
-            "ttft_s": self.ttft_s,
-            "serving": self.serving.to_dict() if self.serving else None,
-            "latency": dict(self.latency) if self.latency else None,
-            "levers": [lever.to_dict() for lever in self.levers],
-            "notes": list(self.notes),
-        }
 
 
 def _model(name: str) -> ModelSpec:
@@ -245,8 +221,6 @@ def _with_host(stages: tuple[Stage, ...], host: str | None) -> tuple[Stage, ...]
     """Give every stage the host CPU platform's RAM size and bandwidth (for offload)."""
     if host is None:
         return stages
-    from dataclasses import replace
-
     from rigwise.hardware import get_accelerator
 
     cpu = get_accelerator(host)
@@ -268,8 +242,6 @@ def _with_host(stages: tuple[Stage, ...], host: str | None) -> tuple[Stage, ...]
 def _with_offload(
     spec: ModelSpec, stages: tuple[Stage, ...], ctx: Context, kv_bytes: float, engine: str
 ) -> tuple[Stage, ...]:
-    from dataclasses import replace
-
     moved = []
     for s in stages:
         share = 0.0
@@ -281,28 +253,33 @@ def _with_offload(
     return tuple(moved)
 
 
-def plan_inference(**options: Any) -> InferencePlan:
-    """Plan one inference deployment; see ``InferOptions`` for the options."""
-    try:
-        opts = InferOptions(**options)
-    except ValidationError as exc:
-        raise InputError(_validation_message(exc), hint="See `rigwise infer --help`.") from None
+def plan_inference(options: InferOptions | None = None, /, **fields: object) -> InferencePlan:
+    """Plan one inference deployment: will it fit, how fast, and what would change that.
+
+    Pass an ``InferOptions``, or its fields as keywords (``model="llama-3.1-8b",
+    on="rtx-4090"``), or both (keywords override); every field is documented on
+    ``InferOptions``. Bad input raises ``InputError`` naming the value; "does not fit" is a
+    plan with ``fits=False`` and its reason.
+    """
+    opts = _options(options, fields)
     plan = _plan(opts)
     if opts.levers:
-        from rigwise.estimate.levers import suggest_levers
-
-        plan = _replace_levers(plan, suggest_levers(opts.model_dump(), plan, _plan_quiet))
+        plan = replace(plan, levers=suggest_levers(opts, plan, _plan_quiet))
     return plan
 
 
-def _plan_quiet(options: Mapping[str, Any]) -> InferencePlan:
-    return _plan(InferOptions(**{**options, "levers": False}))
+def _options(options: InferOptions | None, fields: Mapping[str, object]) -> InferOptions:
+    if options is not None and not fields:
+        return options
+    given = {**(options.model_dump(exclude_unset=True) if options else {}), **fields}
+    try:
+        return InferOptions.model_validate(given)
+    except ValidationError as exc:
+        raise InputError(_validation_message(exc), hint="See `rigwise infer --help`.") from None
 
 
-def _replace_levers(plan: InferencePlan, levers: tuple[Any, ...]) -> InferencePlan:
-    from dataclasses import replace
-
-    return replace(plan, levers=levers)
+def _plan_quiet(options: InferOptions) -> InferencePlan:
+    return _plan(options)
 
 
 def _validation_message(exc: ValidationError) -> str:
@@ -312,6 +289,18 @@ def _validation_message(exc: ValidationError) -> str:
     return f"Bad option {where}={value!r}: {first.get('msg', 'invalid')}."
 
 
+def _context(opts: InferOptions, spec: ModelSpec, notes: list[str]) -> int:
+    context = opts.context or opts.prompt + opts.gen
+    if context > spec.max_context:
+        raise InputError(
+            f"--context {context} is longer than {spec.name}'s {spec.max_context} tokens.",
+            hint=f"Use --context {spec.max_context} or less.",
+        )
+    if context < opts.prompt + opts.gen:
+        notes.append("--context is shorter than prompt + gen; the KV cache is sized for --context.")
+    return context
+
+
 def _plan(opts: InferOptions) -> InferencePlan:
     spec = _model(opts.model)
     cluster = _cluster(opts.on, opts.nodes, opts.network, opts.cluster)
@@ -319,17 +308,9 @@ def _plan(opts: InferOptions) -> InferencePlan:
     _check_engine(engine, cluster)
     quant = _canonical_quant(opts.quant or _default_quant(engine, cluster))
     kv_dtype = opts.kv_quant or _default_kv(engine, quant)
-    context = opts.context or opts.prompt + opts.gen
-    if context > spec.max_context:
-        raise InputError(
-            f"--context {context} is longer than {spec.name}'s {spec.max_context} tokens.",
-            hint=f"Use --context {spec.max_context} or less.",
-        )
     notes: list[str] = []
-    if context < opts.prompt + opts.gen:
-        notes.append("--context is shorter than prompt + gen; the KV cache is sized for --context.")
+    context = _context(opts, spec, notes)
     stages = _with_host(_stages(opts, cluster, engine), opts.host)
-    cpu_eff = catalog_efficiency(engine, "cpu", quant.lower())
     ctx = Context(
         spec=spec,
         engine=engine,
@@ -337,13 +318,46 @@ def _plan(opts: InferOptions) -> InferencePlan:
         kv_dtype=kv_dtype,
         weights_bytes=spec.weights_bytes(quant),
         overheads=_overheads(engine, stages[0].accelerator),
-        offload_efficiency=cpu_eff,
+        offload_efficiency=catalog_efficiency(engine, "cpu", quant.lower()),
         calibration=opts.calibration,
     )
     for stage in stages:  # validate calibration keys early, once
         efficiency(engine, stage, quant, opts.calibration)
     reserved = 1 if opts.concurrency == "max" else opts.concurrency
     kv_bytes = spec.kv_cache_bytes(context, kv_dtype) * reserved
+    stages, memory = _fitted_memory(opts, spec, stages, ctx, kv_bytes, notes)
+    plan = InferencePlan(
+        model=spec.name,
+        hardware=_hardware_label(opts),
+        engine=engine,
+        quant=quant,
+        kv_quant=kv_dtype,
+        verdict=memory.verdict,
+        reason=memory.reason,
+        layout=_layout(opts, stages),
+        workload=InferenceWorkload(opts.prompt, opts.gen, context, opts.concurrency),
+        memory=memory,
+        prefill=None,
+        decode=None,
+        serving=None,
+        notes=tuple(notes),
+        device_kinds=tuple(s.accelerator.kind for s in stages),
+    )
+    if memory.verdict == DOES_NOT_FIT:
+        return plan
+    return _with_speed(plan, opts, ctx, stages, cluster)
+
+
+def _fitted_memory(
+    opts: InferOptions,
+    spec: ModelSpec,
+    stages: tuple[Stage, ...],
+    ctx: Context,
+    kv_bytes: float,
+    notes: list[str],
+) -> tuple[tuple[Stage, ...], MemoryBreakdown]:
+    """Memory per device; with ``offload='auto'`` and no fit, weights moved to host RAM."""
+    engine = ctx.engine
     memory = _memory(spec, stages, ctx, kv_bytes, engine)
     if memory.verdict == DOES_NOT_FIT and opts.offload == "auto":
         stages = _with_offload(spec, stages, ctx, kv_bytes, engine)
@@ -354,64 +368,57 @@ def _plan(opts: InferOptions) -> InferencePlan:
             )
         elif not any(can_offload(s) for s in stages):
             notes.append("Offload needs --host CPU (the host's RAM size and bandwidth).")
-    hardware = opts.cluster or (
-        f"{opts.nodes} nodes of {opts.on} over {opts.network}" if opts.nodes > 1 else str(opts.on)
+    return stages, memory
+
+
+def _hardware_label(opts: InferOptions) -> str:
+    if opts.cluster:
+        return opts.cluster
+    if opts.nodes > 1:
+        return f"{opts.nodes} nodes of {opts.on} over {opts.network}"
+    return str(opts.on)
+
+
+def _layout(opts: InferOptions, stages: tuple[Stage, ...]) -> InferenceLayout:
+    return InferenceLayout(
+        split=opts.split or ("tensor" if any(s.tp > 1 for s in stages) else "layer"),
+        tp=max(s.tp for s in stages),
+        pp=len(stages),
+        stages=tuple(StageShare(s.label, s.layer_fraction) for s in stages),
     )
-    layout = {
-        "split": opts.split or ("tensor" if any(s.tp > 1 for s in stages) else "layer"),
-        "tp": max(s.tp for s in stages),
-        "pp": len(stages),
-        "stages": [{"device": s.label, "layer_fraction": s.layer_fraction} for s in stages],
-    }
-    workload = {
-        "prompt": opts.prompt,
-        "gen": opts.gen,
-        "context": context,
-        "concurrency": opts.concurrency,
-    }
-    base: dict[str, Any] = dict(
-        device_kinds=tuple(s.accelerator.kind for s in stages),
-        model=spec.name,
-        hardware=hardware,
-        engine=engine,
-        quant=quant,
-        kv_quant=kv_dtype,
-        layout=layout,
-        workload=workload,
-        memory=memory,
-    )
-    if memory.verdict == DOES_NOT_FIT:
-        return InferencePlan(
-            **base, verdict=memory.verdict, reason=memory.reason, prefill=None, decode=None,
-            serving=None, notes=tuple(notes),
-        )  # fmt: skip
+
+
+def _with_speed(
+    plan: InferencePlan,
+    opts: InferOptions,
+    ctx: Context,
+    stages: tuple[Stage, ...],
+    cluster: Cluster,
+) -> InferencePlan:
+    """Prefill, decode, serving and the latency check of a plan that fits."""
     network = cluster.network
+    context = plan.workload.context
     prefill = prefill_phase(ctx, stages, network, opts.prompt)
     decode = decode_phase(ctx, stages, network, opts.prompt + opts.gen // 2)
     serving = serve_plan(
-        ctx, stages, memory, network, opts.concurrency, opts.prompt, opts.gen, context, prefill
-    )
+        ctx, stages, plan.memory, network, opts.concurrency, opts.prompt, opts.gen, context,
+        prefill,
+    )  # fmt: skip
     latency = _latency(opts.latency_budget, prefill, decode)
-    return InferencePlan(
-        **base,
-        verdict=memory.verdict,
-        reason=memory.reason,
-        prefill=prefill,
-        decode=decode,
-        serving=serving,
-        latency=latency,
-        notes=tuple(notes),
-    )
+    return replace(plan, prefill=prefill, decode=decode, serving=serving, latency=latency)
 
 
-def _latency(budget: str | None, prefill: Phase, decode: Phase) -> dict[str, Any] | None:
+def _latency(budget: str | None, prefill: Phase, decode: Phase) -> LatencyCheck | None:
     if budget is None:
         return None
     seconds = parse_seconds(budget)
-    return {
-        "budget_s": seconds,
-        "ttft_s": prefill.seconds,
-        "seconds_per_token": decode.seconds,
-        "ttft_meets_budget": prefill.seconds <= seconds,
-        "token_meets_budget": decode.seconds <= seconds,
-    }
+    return LatencyCheck(
+        budget_s=seconds,
+        ttft_s=prefill.seconds,
+        seconds_per_token=decode.seconds,
+        ttft_meets_budget=prefill.seconds <= seconds,
+        token_meets_budget=decode.seconds <= seconds,
+    )
+
+
+__all__ = ["ENGINES", "InferOptions", "InferencePlan", "default_engine", "plan_inference"]

@@ -47,8 +47,8 @@ def _calibration(on: str | None) -> dict[str, float]:
 def run_queries(path: str) -> int:
     """One plan per JSON line of ``path`` ('-' for stdin); one JSON result per line, in order."""
     from rigwise.api.infer import plan_inference
-    from rigwise.cli._common import to_jsonable
     from rigwise.errors import RigwiseError
+    from rigwise.serialize import Json, to_jsonable
 
     handle = sys.stdin if path == "-" else open(path, encoding="utf-8")  # noqa: SIM115
     with handle:
@@ -59,10 +59,10 @@ def run_queries(path: str) -> int:
                 query = json.loads(line)
                 if not isinstance(query, dict):
                     raise ValueError("each line must be a JSON object")
-                result: Any = plan_inference(**query).to_dict()
+                result: Json = to_jsonable(plan_inference(**query))
             except (RigwiseError, ValueError, TypeError) as exc:
                 result = {"error": f"line {number}: {exc}"}
-            click.echo(json.dumps(to_jsonable(result), separators=(",", ":")))
+            click.echo(json.dumps(result, separators=(",", ":")))
     return EXIT_OK
 
 

@@ -183,21 +183,24 @@ def _render(plan: Any) -> None:
     if not plan.fits:
         echo(f"does not fit: {plan.reason}")
     if plan.memory_per_gpu is not None:
-        mem = plan.memory_per_gpu.to_dict()
-        parts = ", ".join(
-            f"{k.removesuffix('_bytes')} {format_bytes(v)}"
-            for k, v in mem.items()
-            if k not in ("total_bytes", "capacity_bytes")
+        mem = plan.memory_per_gpu
+        named = (
+            ("weights", mem.weights_bytes),
+            ("gradients", mem.gradients_bytes),
+            ("optimizer", mem.optimizer_bytes),
+            ("activations", mem.activations_bytes),
+            ("other", mem.other_bytes),
         )
+        parts = ", ".join(f"{k} {format_bytes(v)}" for k, v in named)
         echo(
-            f"memory per GPU: {format_bytes(mem['total_bytes'])} of "
-            f"{format_bytes(mem['capacity_bytes'])} ({parts})"
+            f"memory per GPU: {format_bytes(mem.total_bytes)} of "
+            f"{format_bytes(mem.capacity_bytes)} ({parts})"
         )
     if plan.step is not None:
-        step = plan.step.to_dict()
-        busy = sorted(((v, k) for k, v in step.items() if k.endswith("_s") and v > 0), reverse=True)
+        step = plan.step
+        busy = sorted(((v, k) for k, v in step.parts.items() if v > 0), reverse=True)
         echo(
-            f"step: {format_seconds(step['seconds'])} = "
+            f"step: {format_seconds(step.seconds)} = "
             + " + ".join(f"{k.removesuffix('_s')} {format_seconds(v)}" for v, k in busy)
         )
         echo(
@@ -213,10 +216,10 @@ def _render(plan: Any) -> None:
         )
     if plan.search is not None:
         s = plan.search
-        pruned = ", ".join(f"{n} {reason}" for reason, n in s["pruned"].items())
+        pruned = ", ".join(f"{n} {reason}" for reason, n in s.pruned.items())
         echo(
-            f"search: {s['generated']} layouts in {s['seconds'] * 1e3:.0f} ms, "
-            f"{s['feasible']} feasible; pruned: {pruned}"
+            f"search: {s.generated} layouts in {s.seconds * 1e3:.0f} ms, "
+            f"{s.feasible} feasible; pruned: {pruned}"
         )
     for rank, alt in enumerate(plan.alternatives, start=2):
         lay = alt.layout
