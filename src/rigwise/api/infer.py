@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from rigwise.api._lookup import cached_cluster, cached_model
 from rigwise.api.levers import suggest_levers
-from rigwise.errors import InputError
+from rigwise.errors import InputError, validation_message
 from rigwise.estimate.inference import (
     Context,
     Phase,
@@ -261,6 +261,12 @@ def plan_inference(options: InferOptions | None = None, /, **fields: object) -> 
     ``InferOptions``. Bad input raises ``InputError`` naming the value; "does not fit" is a
     plan with ``fits=False`` and its reason.
     """
+    if "max" in (fields.get("context"), fields.get("prompt")):
+        from rigwise.api.context import plan_with_max
+
+        given = {**(options.model_dump(exclude_unset=True) if options else {}), **fields}
+        spec = _model(str(given["model"]))
+        return plan_with_max(given, plan_inference, _replan, spec)
     opts = _options(options, fields)
     plan = _plan(opts)
     if opts.levers:
@@ -275,18 +281,17 @@ def _options(options: InferOptions | None, fields: Mapping[str, object]) -> Infe
     try:
         return InferOptions.model_validate(given)
     except ValidationError as exc:
-        raise InputError(_validation_message(exc), hint="See `rigwise infer --help`.") from None
+        message = validation_message(exc, "Bad option")
+        raise InputError(message, hint="See `rigwise infer --help`.") from None
 
 
 def _plan_quiet(options: InferOptions) -> InferencePlan:
     return _plan(options)
 
 
-def _validation_message(exc: ValidationError) -> str:
-    first = exc.errors()[0]
-    where = ".".join(str(p) for p in first.get("loc", ())) or "options"
-    value = first.get("input")
-    return f"Bad option {where}={value!r}: {first.get('msg', 'invalid')}."
+def _replan(fields: Mapping[str, object]) -> InferencePlan:
+    """Plan from option fields without levers (for ``context="max"``)."""
+    return _plan(_options(None, {**fields, "levers": False}))
 
 
 def _context(opts: InferOptions, spec: ModelSpec, notes: list[str]) -> int:

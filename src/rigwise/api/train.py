@@ -14,7 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from rigwise.api._lookup import cached_cluster, cached_model
-from rigwise.errors import InputError
+from rigwise.errors import InputError, validation_message
 from rigwise.estimate.compute import TrainingFactors, training_factors
 from rigwise.estimate.training import evaluate, plan_from
 from rigwise.estimate.training_layout import (
@@ -256,9 +256,7 @@ def _options(options: TrainOptions | None, fields: Mapping[str, object]) -> Trai
     try:
         return TrainOptions.model_validate(given)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ())) or "options"
-        message = f"Bad option {where}={first.get('input')!r}: {first.get('msg', 'invalid')}."
+        message = validation_message(exc, "Bad option")
         raise InputError(message, hint="See `rigwise train --help`.") from None
 
 
