@@ -38,6 +38,7 @@ from rigwise.estimate.inference_memory import (
 )
 from rigwise.estimate.serving import serve_plan
 from rigwise.hardware import Accelerator, Cluster
+from rigwise.hardware.nodes import MAX_DEVICES
 from rigwise.models import ModelSpec
 from rigwise.plans import (
     DOES_NOT_FIT,
@@ -51,6 +52,7 @@ from rigwise.units import parse_count, parse_seconds
 
 ENGINES = ("llama.cpp", "vllm", "sglang", "tensorrt-llm", "transformers", "mlx", "ollama")
 _GGUF_ENGINES = ("llama.cpp", "ollama")
+MAX_CONTEXT_TOKENS = 100_000_000  # prompt, gen and context: 10^8 tokens, ~10x the longest models
 _DEFAULT_QUANT = {"llama.cpp": "Q4_K_M", "ollama": "Q4_K_M", "mlx": "Q4_0"}
 _DEFAULT_KV = {"llama.cpp": "f16", "ollama": "f16", "mlx": "f16"}
 
@@ -75,11 +77,11 @@ class InferOptions(BaseModel):
     """Weights format: Q4_K_M, Q8_0, BF16, FP8, AWQ-4bit-g128, NF4, MXFP4 ... (engine default)."""
     kv_quant: str | None = None
     """KV cache dtype: f16, bf16, fp8, q8_0, q4_0 (engine default)."""
-    prompt: int = Field(512, ge=1)
+    prompt: int = Field(512, ge=1, le=MAX_CONTEXT_TOKENS)
     """Prompt tokens."""
-    gen: int = Field(128, ge=1)
+    gen: int = Field(128, ge=1, le=MAX_CONTEXT_TOKENS)
     """Generated tokens."""
-    context: int | None = Field(None, ge=1)
+    context: int | None = Field(None, ge=1, le=MAX_CONTEXT_TOKENS)
     """Context to reserve (default prompt + gen)."""
     concurrency: int | Literal["max"] = 1
     """Concurrent requests, or 'max' (as many as the KV cache holds)."""
@@ -91,9 +93,9 @@ class InferOptions(BaseModel):
     """Host CPU platform (catalog CPU row) whose RAM takes offloaded weights."""
     split: Literal["layer", "tensor"] | None = None
     """How devices share the model (default by engine)."""
-    tp: int | None = Field(None, ge=1)
+    tp: int | None = Field(None, ge=1, le=MAX_DEVICES)
     """Tensor-parallel size."""
-    pp: int | None = Field(None, ge=1)
+    pp: int | None = Field(None, ge=1, le=MAX_DEVICES)
     """Pipeline stages."""
     latency_budget: str | None = None
     """Per-token / first-token budget, e.g. '200ms'."""
@@ -112,8 +114,8 @@ class InferOptions(BaseModel):
     def _concurrency(cls, value: Any) -> Any:
         if isinstance(value, str) and value != "max":
             return int(parse_count(value))
-        if isinstance(value, int) and value < 1:
-            raise ValueError("must be at least 1 (or 'max')")
+        if isinstance(value, int) and not 1 <= value <= MAX_DEVICES:
+            raise ValueError(f"must be between 1 and {MAX_DEVICES:,} (or 'max')")
         return value
 
     @field_validator("engine")
@@ -138,7 +140,7 @@ def _cluster(on: str | None, nodes: int, network: str | None, path: str | None) 
 
 
 def _classes(cluster: Cluster) -> set[str]:
-    return {device_class(node.accelerator) for node in cluster.nodes}
+    return {device_class(node.accelerator) for node, _ in cluster.runs}
 
 
 def default_engine(cluster: Cluster, concurrency: int | str) -> str:
@@ -158,7 +160,7 @@ def _check_engine(engine: str, cluster: Cluster) -> None:
     vendors = _ENGINE_VENDORS.get(engine)
     if vendors is None:
         return
-    for node in cluster.nodes:
+    for node, _ in cluster.runs:
         if node.accelerator.vendor.lower() not in vendors:
             raise InputError(
                 f"--engine {engine} does not run on {node.accelerator.id} "
@@ -188,7 +190,9 @@ def _canonical_quant(name: str) -> str:
     return quant_format(name).name
 
 
-def _stages(options: InferOptions, cluster: Cluster, engine: str) -> tuple[Stage, ...]:
+def _stages(
+    options: InferOptions, cluster: Cluster, engine: str, num_layers: int
+) -> tuple[Stage, ...]:
     split = options.split or ("layer" if engine in (*_GGUF_ENGINES, "mlx") else "tensor")
     return build_stages(
         cluster,
@@ -196,6 +200,7 @@ def _stages(options: InferOptions, cluster: Cluster, engine: str) -> tuple[Stage
         options.tp,
         options.pp,
         lambda acc: engine_overheads(engine, device_class(acc)),
+        max_stages=num_layers,
     )
 
 
@@ -301,6 +306,11 @@ def _context(opts: InferOptions, spec: ModelSpec, notes: list[str]) -> int:
             f"--context {context} is longer than {spec.name}'s {spec.max_context} tokens.",
             hint=f"Use --context {spec.max_context} or less.",
         )
+    if context < opts.prompt:
+        raise InputError(
+            f"--context {context} cannot hold the {opts.prompt}-token prompt.",
+            hint=f"Use --context {opts.prompt + opts.gen} (prompt + gen) or a shorter --prompt.",
+        )
     if context < opts.prompt + opts.gen:
         notes.append("--context is shorter than prompt + gen; the KV cache is sized for --context.")
     return context
@@ -315,7 +325,13 @@ def _plan(opts: InferOptions) -> InferencePlan:
     kv_dtype = opts.kv_quant or _default_kv(engine, quant)
     notes: list[str] = []
     context = _context(opts, spec, notes)
-    stages = _with_host(_stages(opts, cluster, engine), opts.host)
+    stages = _with_host(_stages(opts, cluster, engine, spec.num_layers), opts.host)
+    used = sum(s.tp for s in stages)
+    if used < cluster.accelerator_count:  # a pipeline has at most one stage per layer
+        notes.append(
+            f"Only {used:,} of the {cluster.accelerator_count:,} devices hold layers "
+            f"({spec.num_layers} layers, one pipeline stage per layer at most); the rest idle."
+        )
     ctx = Context(
         spec=spec,
         engine=engine,

@@ -63,6 +63,18 @@ def _more_hardware(options: InferOptions, plan: InferencePlan) -> Iterator[tuple
     yield f"{'a second' if count == 1 else 'one more'} {device}", {"on": f"{count + 1}x {device}"}
 
 
+def _changed(options: InferOptions, change: Change) -> InferOptions:
+    """The options with ``change``, validated (one node past the bounds is bad input)."""
+    from pydantic import ValidationError
+
+    from rigwise.errors import InputError, validation_message
+
+    try:
+        return options.model_validate({**options.model_dump(exclude_unset=True), **change})
+    except ValidationError as exc:
+        raise InputError(validation_message(exc, "Bad option")) from None
+
+
 def _rate(plan: InferencePlan) -> float | None:
     return plan.decode.tokens_per_s if plan.fits and plan.decode else None
 
@@ -87,7 +99,7 @@ def suggest_levers(
     base_rate = _rate(plan)
     for name, change in _candidates(options, plan):
         try:
-            other = run(options.model_copy(update=change))
+            other = run(_changed(options, change))
         except RigwiseError:
             continue  # e.g. one more device of a preset that cannot be multiplied
         rate = _rate(other)
