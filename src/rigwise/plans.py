@@ -199,6 +199,8 @@ class TrainingPlan:
     energy_kwh: float | None = None
     cost_usd: float | None = None
     price_usd_per_gpu_hour: float | None = None
+    goodput: float | None = None
+    power_watts_per_gpu: float | None = None
     notes: tuple[str, ...] = ()
     search: SearchStats | None = field(default=None, metadata={JSON_OMIT_EMPTY: True})
     alternatives: tuple[TrainingPlan, ...] = field(default=(), metadata={JSON_OMIT_EMPTY: True})
