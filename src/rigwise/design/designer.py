@@ -81,8 +81,9 @@ def rank_options(options: Sequence[BuildOption], rank: str = "target") -> list[B
     ``target`` (default; every option already meets the target): builds to buy first, rented
     GPUs after them (the alternative to buying, not a build); within each, clean checks first
     (warnings cost rank, failures more), then the cheapest (prices within
-    rank_price_bucket_fraction count as equal), then the faster. ``price``: cheapest, then faster. ``speed``: fastest, then
-    cheaper. ``tco``: lowest total cost of ownership, then faster.
+    rank_price_bucket_fraction count as equal), then the faster. ``price``: cheapest, then
+    faster. ``speed``: fastest, then cheaper. ``tco``: lowest total cost of ownership, then
+    faster.
     """
     if rank not in RANKS:
         from rigwise.errors import UnknownNameError, closest
