@@ -101,6 +101,20 @@ def _rate(value: float | None) -> str:
     return "-" if value is None else f"{value:,.1f} tok/s"
 
 
+def _latency_line(latency: dict[str, Any]) -> str:
+    from rigwise.units import format_seconds
+
+    def verdict(ok: bool) -> str:
+        return "[green]met[/]" if ok else "[red]missed[/]"
+
+    return (
+        f"latency budget {format_seconds(latency['budget_s'])}: first token "
+        f"{format_seconds(latency['ttft_s'])} ({verdict(latency['ttft_meets_budget'])}), "
+        f"per token {format_seconds(latency['seconds_per_token'])} "
+        f"({verdict(latency['token_meets_budget'])})"
+    )
+
+
 def render(plan: Any) -> None:
     """The plan as a short report: verdict, memory, speeds, serving, levers."""
     from rich.table import Table
@@ -136,6 +150,8 @@ def render(plan: Any) -> None:
             f"{_rate(s.per_user_tokens_per_s)} each, TTFT {format_seconds(s.ttft_s)}; "
             f"KV cache holds {s.max_concurrency} at this length"
         )
+    if plan.latency:
+        out.print(_latency_line(plan.latency))
     for note in plan.notes:
         out.print(f"note: {note}")
     for lever in plan.levers:
