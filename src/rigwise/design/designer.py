@@ -184,7 +184,9 @@ def _example(
     if decode is not None:
         speed = f"{decode:.1f} tok/s"
     else:
-        speed = f"{(train_s or 0) / 86400:.1f} d" if train_s else "-"
+        from rigwise.units import format_seconds
+
+        speed = format_seconds(train_s) if train_s else "time unknown"
     return f"{_label(cand)} ({quant or 'default'}: {speed})"
 
 
