@@ -17,7 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from rigwise.api._lookup import cached_cluster, cached_model
-from rigwise.errors import InputError
+from rigwise.errors import InputError, validation_message
 from rigwise.estimate.inference import (
     Context,
     Phase,
@@ -290,11 +290,19 @@ def _with_offload(
 
 
 def plan_inference(**options: Any) -> InferencePlan:
-    """Plan one inference deployment; see ``InferOptions`` for the options."""
+    """Plan one inference deployment; see ``InferOptions`` for the options.
+
+    ``context="max"`` / ``prompt="max"``: the largest that fits (``rigwise.api.context``)."""
+    if "max" in (options.get("context"), options.get("prompt")):
+        from rigwise.api.context import plan_with_max
+
+        spec = _model(str(options["model"]))
+        return plan_with_max(options, plan_inference, _plan_quiet, spec)  # type: ignore[no-any-return,unused-ignore]
     try:
         opts = InferOptions(**options)
     except ValidationError as exc:
-        raise InputError(_validation_message(exc), hint="See `rigwise infer --help`.") from None
+        message = validation_message(exc, "Bad option")
+        raise InputError(message, hint="See `rigwise infer --help`.") from None
     plan = _plan(opts)
     if opts.levers:
         from rigwise.estimate.levers import suggest_levers
@@ -311,13 +319,6 @@ def _replace_levers(plan: InferencePlan, levers: tuple[Any, ...]) -> InferencePl
     from dataclasses import replace
 
     return replace(plan, levers=levers)
-
-
-def _validation_message(exc: ValidationError) -> str:
-    first = exc.errors()[0]
-    where = ".".join(str(p) for p in first.get("loc", ())) or "options"
-    value = first.get("input")
-    return f"Bad option {where}={value!r}: {first.get('msg', 'invalid')}."
 
 
 def _plan(opts: InferOptions) -> InferencePlan:

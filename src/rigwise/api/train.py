@@ -18,7 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from rigwise.api._lookup import cached_cluster, cached_model
-from rigwise.errors import InputError
+from rigwise.errors import InputError, validation_message
 from rigwise.estimate.compute import TrainingFactors, training_factors
 from rigwise.estimate.training import TrainingPlan, evaluate, plan_from
 from rigwise.estimate.training_layout import (
@@ -195,9 +195,7 @@ def plan_training(**options: Any) -> TrainingPlan:
     try:
         opts = TrainOptions(**options, calibration=dict(calibration) if calibration else None)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ())) or "options"
-        message = f"Bad option {where}={first.get('input')!r}: {first.get('msg', 'invalid')}."
+        message = validation_message(exc, "Bad option")
         raise InputError(message, hint="See `rigwise train --help`.") from None
     spec = _model(opts.model)
     cluster = _cluster(opts.on, opts.nodes, opts.network, opts.cluster)

@@ -3,22 +3,19 @@
 from __future__ import annotations
 
 import importlib.util
-import json
-import sys
 from typing import Any
 
 import click
 
 from rigwise.cli._common import (
     EXIT_BAD_INPUT,
-    EXIT_INFEASIBLE,
-    EXIT_OK,
     apply_rig,
     console,
     fail,
-    print_json,
+    finish,
     rig_option,
 )
+from rigwise.cli._common import run_queries as shared_run_queries
 
 
 def _options(**kwargs: Any) -> dict[str, Any]:
@@ -47,23 +44,8 @@ def _calibration(on: str | None) -> dict[str, float]:
 def run_queries(path: str) -> int:
     """One plan per JSON line of ``path`` ('-' for stdin); one JSON result per line, in order."""
     from rigwise.api.infer import plan_inference
-    from rigwise.cli._common import to_jsonable
-    from rigwise.errors import RigwiseError
 
-    handle = sys.stdin if path == "-" else open(path, encoding="utf-8")  # noqa: SIM115
-    with handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                query = json.loads(line)
-                if not isinstance(query, dict):
-                    raise ValueError("each line must be a JSON object")
-                result: Any = plan_inference(**query).to_dict()
-            except (RigwiseError, ValueError, TypeError) as exc:
-                result = {"error": f"line {number}: {exc}"}
-            click.echo(json.dumps(to_jsonable(result), separators=(",", ":")))
-    return EXIT_OK
+    return shared_run_queries(path, plan_inference)
 
 
 @click.command("infer")
@@ -75,9 +57,11 @@ def run_queries(path: str) -> int:
 @rig_option
 @click.option("--quant", help="Weights: Q4_K_M, Q8_0, F16, BF16, FP8, AWQ-4bit-g128, NF4, MXFP4...")
 @click.option("--kv-quant", help="KV cache dtype: f16, bf16, fp8, q8_0, q4_0.")
-@click.option("--prompt", help="Prompt tokens (default 512).")
+@click.option("--prompt", help="Prompt tokens (default 512), or 'max': the longest that fits.")
 @click.option("--gen", help="Generated tokens (default 128).")
-@click.option("--context", help="Context to reserve (default prompt + gen).")
+@click.option(
+    "--context", help="Context to reserve (default prompt + gen), or 'max': the largest that fits."
+)
 @click.option("--concurrency", help="Concurrent requests, or 'max' (default 1).")
 @click.option("--engine", help="llama.cpp, vllm, sglang, tensorrt-llm, transformers, mlx, ollama.")
 @click.option("--offload", type=click.Choice(["auto", "none"]), help="CPU offload of weights.")
@@ -124,14 +108,7 @@ def infer(
         options["calibration"] = _calibration(options.get("on"))
     if no_levers:
         options["levers"] = False
-    plan = plan_inference(**options)
-    if as_json:
-        print_json(plan)
-    else:
-        render(plan)
-    if not plan.fits:
-        raise SystemExit(EXIT_INFEASIBLE)
-    return EXIT_OK
+    return finish(plan_inference(**options), as_json, render)
 
 
 def _rate(value: float | None) -> str:

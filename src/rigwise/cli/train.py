@@ -2,20 +2,11 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import click
 
-from rigwise.cli._common import (
-    EXIT_BAD_INPUT,
-    EXIT_INFEASIBLE,
-    EXIT_OK,
-    apply_rig,
-    print_json,
-    rig_option,
-)
+from rigwise.cli._common import apply_rig, finish, rig_option, run_queries
 
 _LAYOUT_INTS = ("tp", "pp", "dp", "cp", "ep", "vpp")
 
@@ -115,8 +106,8 @@ def _options(func: Any) -> Any:
         ),
         click.option(
             "--queries",
-            type=click.Path(exists=True, dir_okay=False),
-            help="JSONL of option objects; one result per line.",
+            type=click.Path(allow_dash=True),
+            help="JSONL of option objects ('-' for stdin); one result per line.",
         ),
         click.option("--json", "as_json", is_flag=True, help="Print the result as JSON."),
     ]
@@ -134,38 +125,11 @@ def train(model: str | None, queries: str | None, as_json: bool, **options: Any)
     from rigwise.api.train import plan_training
 
     if queries:
-        return _run_queries(Path(queries))
+        return run_queries(queries, plan_training)
     if not model:
         raise click.UsageError("Give a MODEL (e.g. llama-3.1-8b) or --queries FILE.jsonl.")
     given = {key: value for key, value in apply_rig(options).items() if value is not None}
-    plan = plan_training(model=model, **given)
-    if as_json:
-        print_json(plan)
-    else:
-        _render(plan)
-    return EXIT_OK if plan.fits else EXIT_INFEASIBLE
-
-
-def _run_queries(path: Path) -> int:
-    from rigwise.api.train import plan_training
-    from rigwise.errors import RigwiseError
-    from rigwise.serialize import to_jsonable
-
-    worst = EXIT_OK
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            query = json.loads(line)
-            if not isinstance(query, dict):
-                raise ValueError("each line must be a JSON object of options")
-            result: Any = to_jsonable(plan_training(**query))
-            worst = max(worst, EXIT_OK if result["fits"] else EXIT_INFEASIBLE)
-        except (RigwiseError, ValueError, TypeError) as exc:
-            result = {"error": f"line {number}: {exc}"}
-            worst = EXIT_BAD_INPUT
-        click.echo(json.dumps(result))
-    return worst
+    return finish(plan_training(model=model, **given), as_json, _render)
 
 
 def _render(plan: Any) -> None:

@@ -15,7 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rigwise.catalog.names import normalize
-from rigwise.errors import CatalogError, InputError, UnknownNameError
+from rigwise.errors import CatalogError, InputError, UnknownNameError, validation_message
 from rigwise.hardware.catalog import accelerator_catalog, link_catalog, system_catalog
 from rigwise.hardware.types import Accelerator, Cluster, Link, Node, SystemPreset
 from rigwise.units import GiB
@@ -184,10 +184,8 @@ def _validated(path: Path, data: Any) -> ClusterFile:
     try:
         return ClusterFile.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        key = ".".join(str(part) for part in first["loc"])
         raise InputError(
-            f"Cluster file {str(path)!r}, key {key!r}: {first['msg']}.",
+            validation_message(exc, f"Cluster file {str(path)!r}"),
             hint=f"Keys: nodes (list of on, count, host_memory_gb) and network. E.g.\n{_EXAMPLE}",
         ) from exc
 
