@@ -14,7 +14,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from rigwise.api.context import default_context_tokens, plan_max_context
 from rigwise.catalog.loader import read_csv
@@ -32,6 +34,21 @@ _QUANTS: dict[str, tuple[str, ...]] = {
 _SERVER = ("FP8", "AWQ-4bit-g128")  # vLLM, SGLang, TensorRT-LLM
 _GGUF_NATIVE = ("BF16", "F16", "F32", "MXFP4_MOE")  # released formats llama.cpp converts losslessly
 RUNS, SLOW, NO_FIT = "runs", "too slow", "does not fit"
+
+
+class FitOptions(BaseModel):
+    """The options of ``rigwise fit`` (and ``/api/fit``); see ``fit_models``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    on: str | None = Field(None, description="hardware as for infer --on; blank: this machine")
+    use: Literal["chat", "code", "reasoning", "vision", "embedding", "text", "benchmark"] | None = (
+        None
+    )
+    min_tps: float | None = Field(None, gt=0, description="decode tokens/s a model must reach")
+    context: int | None = Field(None, ge=2, le=10_000_000, description="context to fit")
+    engine: str | None = Field(None, description="llama.cpp, vllm, sglang, ...")
+    benchmarks: bool = Field(False, description="include training-benchmark configurations")
 
 
 @dataclass(frozen=True)
