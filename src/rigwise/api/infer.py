@@ -47,11 +47,13 @@ from rigwise.estimate.serving_layout import (
     serve_with_queue,
 )
 from rigwise.hardware import Accelerator, Cluster
+from rigwise.hardware.nodes import MAX_DEVICES
 from rigwise.models import ModelSpec
 from rigwise.units import parse_count, parse_seconds
 
 ENGINES = ("llama.cpp", "vllm", "sglang", "tensorrt-llm", "transformers", "mlx", "ollama")
 _GGUF_ENGINES = ("llama.cpp", "ollama")
+MAX_CONTEXT_TOKENS = 100_000_000  # prompt, gen and context: 10^8 tokens, ~10x the longest models
 _DEFAULT_QUANT = {"llama.cpp": "Q4_K_M", "ollama": "Q4_K_M", "mlx": "Q4_0"}
 _DEFAULT_KV = {"llama.cpp": "f16", "ollama": "f16", "mlx": "f16"}
 
@@ -68,19 +70,19 @@ class InferOptions(BaseModel):
     cluster: str | None = None
     quant: str | None = None
     kv_quant: str | None = None
-    prompt: int = Field(512, ge=1)
-    gen: int = Field(128, ge=1)
-    context: int | None = Field(None, ge=1)
+    prompt: int = Field(512, ge=1, le=MAX_CONTEXT_TOKENS)
+    gen: int = Field(128, ge=1, le=MAX_CONTEXT_TOKENS)
+    context: int | None = Field(None, ge=1, le=MAX_CONTEXT_TOKENS)
     concurrency: int | Literal["max"] = 1
     engine: str | None = None
     offload: Literal["auto", "none"] | None = None  # None: the engine's default (Ollama: auto)
     host: str | None = None  # CPU platform (catalog CPU row) whose RAM takes offloaded weights
     split: Literal["layer", "tensor"] | None = None
-    tp: int | None = Field(None, ge=1, le=4096)
-    pp: int | None = Field(None, ge=1, le=4096)
-    dp: int = Field(1, ge=1, le=4096)  # replicas of the tp x pp layout
-    ep: int = Field(1, ge=1, le=4096)  # expert-parallel ranks within tp (MoE)
-    attention_dp: int = Field(1, ge=1, le=4096)  # attention data-parallel ranks within tp
+    tp: int | None = Field(None, ge=1, le=MAX_DEVICES)
+    pp: int | None = Field(None, ge=1, le=MAX_DEVICES)
+    dp: int = Field(1, ge=1, le=MAX_DEVICES)  # replicas of the tp x pp layout
+    ep: int = Field(1, ge=1, le=MAX_DEVICES)  # expert-parallel ranks within tp (MoE)
+    attention_dp: int = Field(1, ge=1, le=MAX_DEVICES)  # attention data-parallel ranks within tp
     max_batch: int | None = Field(None, ge=1, le=1_000_000)  # running sequences per replica
     disagg: dict[str, dict[str, int]] | None = None  # {"prefill": {...}, "decode": {...}}
     latency_budget: str | None = None
@@ -97,8 +99,8 @@ class InferOptions(BaseModel):
     def _concurrency(cls, value: Any) -> Any:
         if isinstance(value, str) and value != "max":
             return int(parse_count(value))
-        if isinstance(value, int) and value < 1:
-            raise ValueError("must be at least 1 (or 'max')")
+        if isinstance(value, int) and not 1 <= value <= MAX_DEVICES:
+            raise ValueError(f"must be between 1 and {MAX_DEVICES:,} (or 'max')")
         return value
 
     @field_validator("engine")
@@ -176,7 +178,7 @@ def _cluster(on: str | None, nodes: int, network: str | None, path: str | None) 
 
 
 def _classes(cluster: Cluster) -> set[str]:
-    return {device_class(node.accelerator) for node in cluster.nodes}
+    return {device_class(node.accelerator) for node, _ in cluster.runs}
 
 
 def default_engine(cluster: Cluster, concurrency: int | str) -> str:
@@ -192,7 +194,7 @@ def default_engine(cluster: Cluster, concurrency: int | str) -> str:
 def _check_engine(engine: str, cluster: Cluster) -> None:
     from rigwise.estimate.engine_rules import vendor_violation
 
-    found = vendor_violation(engine, [node.accelerator for node in cluster.nodes])
+    found = vendor_violation(engine, [node.accelerator for node, _ in cluster.runs])
     if found is not None:
         raise InputError(
             f"{found.message} (engine rule {found.rule})",
@@ -221,13 +223,16 @@ def _canonical_quant(name: str) -> str:
     return quant_format(name).name
 
 
-def _stages(options: InferOptions, cluster: Cluster, engine: str) -> tuple[Stage, ...]:
+def _stages(
+    options: InferOptions, cluster: Cluster, engine: str, num_layers: int
+) -> tuple[Stage, ...]:
     split = options.split or ("layer" if engine in (*_GGUF_ENGINES, "mlx") else "tensor")
     return replica_stages(
         cluster,
         split,
         ReplicaLayout(options.tp, options.pp, options.dp, options.ep, options.attention_dp),
         lambda acc: engine_overheads(engine, device_class(acc)),
+        max_stages=num_layers,
     )
 
 
@@ -312,7 +317,12 @@ def plan_inference(**options: Any) -> InferencePlan:
 
 
 def _plan_quiet(options: Mapping[str, Any]) -> InferencePlan:
-    return _plan(InferOptions(**{**options, "levers": False}))
+    """A lever's plan: options outside the bounds (one node past the maximum) are bad input."""
+    try:
+        opts = InferOptions(**{**options, "levers": False})
+    except ValidationError as exc:
+        raise InputError(validation_message(exc, "Bad option")) from None
+    return _plan(opts)
 
 
 def _replace_levers(plan: InferencePlan, levers: tuple[Any, ...]) -> InferencePlan:
@@ -328,7 +338,7 @@ def _plan(opts: InferOptions) -> InferencePlan:
     _check_engine(engine, cluster)
     quant = _canonical_quant(opts.quant or _default_quant(engine, cluster))
     kv_dtype = opts.kv_quant or _default_kv(engine, quant)
-    stages = _with_host(_stages(opts, cluster, engine), opts.host)
+    stages = _with_host(_stages(opts, cluster, engine, spec.num_layers), opts.host)
     context = opts.context or engine_context(
         engine, stages, opts.prompt + opts.gen, spec.max_context
     )
@@ -337,9 +347,20 @@ def _plan(opts: InferOptions) -> InferencePlan:
             f"--context {context} is longer than {spec.name}'s {spec.max_context} tokens.",
             hint=f"Use --context {spec.max_context} or less.",
         )
+    if context < opts.prompt:
+        raise InputError(
+            f"--context {context} cannot hold the {opts.prompt}-token prompt.",
+            hint=f"Use --context {opts.prompt + opts.gen} (prompt + gen) or a shorter --prompt.",
+        )
     notes: list[str] = []
     if context < opts.prompt + opts.gen:
         notes.append("--context is shorter than prompt + gen; the KV cache is sized for --context.")
+    used = sum(s.tp for s in stages)
+    if used < cluster.accelerator_count and opts.dp == 1 and opts.disagg is None:
+        notes.append(  # a pipeline has at most one stage per layer
+            f"Only {used:,} of the {cluster.accelerator_count:,} devices hold layers "
+            f"({spec.num_layers} layers, one pipeline stage per layer at most); the rest idle."
+        )
     cpu_eff = catalog_efficiency(engine, "cpu", quant.lower())
     ctx = Context(
         spec=spec,
@@ -443,7 +464,7 @@ def _plan_disagg(
     from rigwise.estimate.serving_disagg import parse_roles, plan_disagg
 
     roles = parse_roles(opts.disagg or {})
-    total = sum(node.count for node in cluster.nodes)
+    total = cluster.accelerator_count
     if roles[0].gpus + roles[1].gpus > total:
         raise InputError(
             f"--disagg needs {roles[0].gpus} prefill + {roles[1].gpus} decode devices; "
@@ -454,7 +475,9 @@ def _plan_disagg(
     def stages_for(role: Any) -> tuple[Stage, ...]:
         layout = ReplicaLayout(role.tp, role.pp, role.workers, role.ep, role.attention_dp)
         stages = _with_host(
-            replica_stages(cluster, "tensor", layout, lambda a: _overheads(ctx.engine, a)),
+            replica_stages(
+                cluster, "tensor", layout, lambda a: _overheads(ctx.engine, a), ctx.spec.num_layers
+            ),
             opts.host,
         )
         broken = check_rules(ctx.engine, ctx.spec, stages, ctx.quant)

@@ -116,6 +116,20 @@ def _rate(value: float | None) -> str:
     return "-" if value is None else f"{value:,.1f} tok/s"
 
 
+def _latency_line(latency: dict[str, Any]) -> str:
+    from rigwise.units import format_seconds
+
+    def verdict(ok: bool) -> str:
+        return "[green]met[/]" if ok else "[red]missed[/]"
+
+    return (
+        f"latency budget {format_seconds(latency['budget_s'])}: first token "
+        f"{format_seconds(latency['ttft_s'])} ({verdict(latency['ttft_meets_budget'])}), "
+        f"per token {format_seconds(latency['seconds_per_token'])} "
+        f"({verdict(latency['token_meets_budget'])})"
+    )
+
+
 def render(plan: Any) -> None:
     """The plan as a short report: verdict, memory, speeds, serving, levers."""
     from rich.table import Table
@@ -154,6 +168,8 @@ def render(plan: Any) -> None:
         )
         if s.reason:
             out.print(f"  {s.reason}")
+    if plan.latency:
+        out.print(_latency_line(plan.latency))
     for note in plan.notes:
         out.print(f"note: {note}")
     for lever in plan.levers:

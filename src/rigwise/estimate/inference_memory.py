@@ -333,32 +333,50 @@ def offload_fraction(
     return min(1.0, max(0.0, excess / probe.weights_bytes)) if probe.weights_bytes else 0.0
 
 
-def _groups(cluster: Cluster, split: str, tp: int | None) -> list[tuple[int, Node, int, int]]:
-    """(first node index, node, tp width, nodes spanned) of every tensor-parallel group. A
-    width that is a multiple of identical nodes spans them (multi-node TP/EP groups)."""
-    groups: list[tuple[int, Node, int, int]] = []
-    index = 0
-    while index < len(cluster.nodes):
-        node = cluster.nodes[index]
-        width = tp or (node.count if split == "tensor" else 1)
-        span = 1
-        if width > node.count and width % node.count == 0:
-            span = width // node.count
-            run = cluster.nodes[index : index + span]
-            if len(run) < span or any(n.accelerator.id != node.accelerator.id for n in run):
-                raise InputError(
-                    f"--tp {width} spans {span} nodes but only {len(run)} identical ones "
-                    f"start at node {index}.",
-                    hint="Use a tensor-parallel size that fits the nodes given (--nodes).",
-                )
-        elif width < 1 or node.count % width:
+def _width(node: Node, index: int, split: str, tp: int | None, repeat: int) -> tuple[int, int]:
+    """(tp width, nodes one group spans) for a run of ``repeat`` identical nodes. A width that
+    is a multiple of the node's devices spans that many nodes (multi-node TP/EP groups)."""
+    width = tp or (node.count if split == "tensor" else 1)
+    if width > node.count and width % node.count == 0:
+        span = width // node.count
+        if repeat % span:
             raise InputError(
-                f"--tp {width} does not divide node {index}'s {node.count} devices.",
-                hint="Use a tensor-parallel size that divides the devices of every node.",
+                f"--tp {width} spans {span} nodes but {repeat} identical ones start at "
+                f"node {index}.",
+                hint="Use a tensor-parallel size that fits the nodes given (--nodes).",
             )
-        groups.extend((index, node, width, span) for _ in range(max(1, node.count // width)))
-        index += span
-    return groups
+        return width, span
+    if width < 1 or node.count % width:
+        raise InputError(
+            f"--tp {width} does not divide node {index}'s {node.count} devices.",
+            hint="Use a tensor-parallel size that divides the devices of every node.",
+        )
+    return width, 1
+
+
+def _groups(
+    cluster: Cluster, split: str, tp: int | None, cap: int | None
+) -> tuple[list[tuple[int, Node, int, int]], int]:
+    """(first node index, node, tp width, nodes spanned) of every tensor-parallel group, at
+    most ``cap`` of them, and how many the cluster has."""
+    groups: list[tuple[int, Node, int, int]] = []
+    available = index = 0
+    for node, repeat in cluster.runs:  # identical nodes in a row: one step, not one per node
+        width, span = _width(node, index, split, tp, repeat)
+        per_node = max(1, node.count // width)
+        available += per_node * repeat // span
+        for copy in range(0, repeat, span):
+            room = per_node if cap is None else min(per_node, cap - len(groups))
+            if room <= 0:
+                break
+            groups.extend((index + copy, node, width, span) for _ in range(room))
+        index += repeat
+    return groups, available
+
+
+def group_count(cluster: Cluster, split: str, tp: int | None) -> int:
+    """How many tensor-parallel groups of ``tp`` the cluster has (without building them)."""
+    return _groups(cluster, split, tp, 0)[1]
 
 
 def build_stages(
@@ -367,17 +385,26 @@ def build_stages(
     tp: int | None,
     pp: int | None,
     overheads_for: Callable[[Accelerator], EngineOverheads],
+    max_stages: int | None = None,
     attention_dp: int = 1,
     ep: int = 1,
 ) -> tuple[Stage, ...]:
     """Pipeline stages for a cluster: ``split`` 'layer' (a device per stage) or 'tensor'
     (a node per stage), or an explicit ``tp`` x ``pp``. Layers go in proportion to the
     memory each stage can use (llama.cpp's default --tensor-split; vLLM splits evenly on
-    identical devices, which is the same thing)."""
-    groups = _groups(cluster, split, tp)
+    identical devices, which is the same thing). At most ``max_stages`` stages (a model's
+    layer count: a stage holds at least one layer), so the work is bounded whatever the
+    cluster's size; devices past that hold no layers."""
+    cap = min(x for x in (max_stages, pp) if x is not None) if (max_stages or pp) else None
+    groups, available = _groups(cluster, split, tp, cap)
     if pp is not None:
-        if pp < 1 or pp > len(groups):
-            total = sum(node.count for node in cluster.nodes)
+        if max_stages is not None and pp > max_stages:
+            raise InputError(
+                f"--pp {pp} is more pipeline stages than the model's {max_stages} layers.",
+                hint=f"Use --pp {max_stages} or less.",
+            )
+        if pp < 1 or pp > available:
+            total = cluster.accelerator_count
             raise InputError(
                 f"--pp {pp} x --tp {tp or 1} needs more than the {total} devices given.",
                 hint="Lower --pp or --tp, or add devices (--on 'Nx GPU', --nodes).",

@@ -18,7 +18,13 @@ from dataclasses import dataclass
 from rigwise.errors import InputError
 from rigwise.estimate.engine_rules import Violation, engine_defaults, violation
 from rigwise.estimate.inference import Context, Phase
-from rigwise.estimate.inference_memory import EngineOverheads, MemoryBreakdown, Stage, build_stages
+from rigwise.estimate.inference_memory import (
+    EngineOverheads,
+    MemoryBreakdown,
+    Stage,
+    build_stages,
+    group_count,
+)
 from rigwise.estimate.serving import ServingEstimate, serve_plan
 from rigwise.hardware import Accelerator, Cluster, Link
 from rigwise.models import ModelSpec
@@ -49,21 +55,24 @@ def replica_stages(
     split: str,
     layout: ReplicaLayout,
     overheads_for: Callable[[Accelerator], EngineOverheads],
+    max_stages: int | None = None,
 ) -> tuple[Stage, ...]:
-    """The stages of one replica; ``layout.dp`` replicas must fit in the cluster."""
-    every = build_stages(cluster, split, layout.tp, None, overheads_for)
+    """The stages of one replica; ``layout.dp`` replicas must fit in the cluster.
+    ``max_stages`` bounds the pipeline (a stage holds at least one layer)."""
     pp = layout.pp
     if layout.dp > 1:
-        pp = pp or max(1, len(every) // layout.dp)
-        if pp * layout.dp > len(every):
-            total = sum(node.count for node in cluster.nodes)
+        groups = group_count(cluster, split, layout.tp)
+        pp = pp or max(1, groups // layout.dp)
+        if pp * layout.dp > groups:
+            total = cluster.accelerator_count
+            width = total // max(1, groups)
             raise InputError(
-                f"--dp {layout.dp} replicas of tp {every[0].tp} x pp {pp} need "
-                f"{layout.dp * pp * every[0].tp} devices; {total} given.",
+                f"--dp {layout.dp} replicas of tp {width} x pp {pp} need "
+                f"{layout.dp * pp * width} devices; {total} given.",
                 hint="Lower --dp, --tp or --pp, or add devices (--on 'Nx GPU', --nodes).",
             )
     stages = build_stages(
-        cluster, split, layout.tp, pp, overheads_for, layout.attention_dp, layout.ep
+        cluster, split, layout.tp, pp, overheads_for, max_stages, layout.attention_dp, layout.ep
     )
     _check_inside_tp(layout, stages[0].tp)
     return stages
