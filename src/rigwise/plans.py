@@ -21,12 +21,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Literal
 
-from rigwise.serialize import JSON_INLINE, JSON_INNER, JSON_OMIT_EMPTY, JSON_SKIP
+from rigwise.serialize import (
+    JSON_INLINE,
+    JSON_INNER,
+    JSON_NULL_IF_EMPTY,
+    JSON_OMIT_EMPTY,
+    JSON_SKIP,
+)
 
 if TYPE_CHECKING:
     from rigwise.estimate.inference import Phase
     from rigwise.estimate.inference_memory import MemoryBreakdown as InferenceMemory
     from rigwise.estimate.serving import ServingEstimate
+    from rigwise.estimate.serving_disagg import Role
     from rigwise.estimate.training_layout import Layout
 
 # The verdicts of an inference plan (the memory estimate sets them).
@@ -45,13 +52,28 @@ class StageShare:
 
 
 @dataclass(frozen=True)
+class DisaggLayout:
+    """Disaggregated serving: the prefill pool and the decode pool."""
+
+    prefill: Role
+    decode: Role
+
+
+@dataclass(frozen=True)
 class InferenceLayout:
-    """How the devices share the model: split kind, tensor-parallel size, pipeline stages."""
+    """How the devices share the model: split kind, tensor-parallel size, pipeline stages,
+    replicas (dp), expert and attention data parallelism, the devices used, and with
+    disaggregated serving its two pools."""
 
     split: str
     tp: int
     pp: int
+    dp: int
+    ep: int
+    attention_dp: int
+    gpus: int
     stages: tuple[StageShare, ...]
+    disagg: DisaggLayout | None = field(default=None, metadata={JSON_OMIT_EMPTY: True})
 
 
 @dataclass(frozen=True)
@@ -113,6 +135,8 @@ class InferencePlan:
     notes: tuple[str, ...] = ()
     # gpu | unified | cpu ... of the stages (what the levers may add); not part of the JSON
     device_kinds: tuple[str, ...] = field(default=(), metadata={JSON_SKIP: True})
+    # the engine rule (engine_rules.csv) this layout breaks, "" when none (JSON null)
+    broken_rule: str = field(default="", metadata={JSON_NULL_IF_EMPTY: True})
 
     @property
     def fits(self) -> bool:
@@ -210,6 +234,7 @@ __all__ = [
     "DOES_NOT_FIT",
     "FITS",
     "TIGHT",
+    "DisaggLayout",
     "InferenceLayout",
     "InferencePlan",
     "InferenceWorkload",

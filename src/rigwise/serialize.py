@@ -7,6 +7,7 @@ shapes the JSON without a hand-written ``to_dict``:
 - ``JSON_KEY``: the field's key in the JSON (``{JSON_KEY: "accelerator"}``);
 - ``JSON_SKIP``: the field is left out (internal bookkeeping);
 - ``JSON_OMIT_EMPTY``: left out when ``None`` or empty;
+- ``JSON_NULL_IF_EMPTY``: an empty value (``""``, ``()``) is written as ``null``;
 - ``JSON_INLINE``: a mapping field's items become keys of the object itself;
 - ``JSON_INNER``: rename keys of the field's own JSON object (``{"seconds": "seconds_per_token"}``).
 
@@ -25,6 +26,7 @@ from typing import Any, TypeAlias
 JSON_KEY = "json_key"
 JSON_SKIP = "json_skip"
 JSON_OMIT_EMPTY = "json_omit_empty"
+JSON_NULL_IF_EMPTY = "json_null_if_empty"
 JSON_INLINE = "json_inline"
 JSON_INNER = "json_inner"
 
@@ -47,7 +49,7 @@ def _fields(cls: type) -> tuple[tuple[str, str, Mapping[str, object]], ...]:
 
 
 def _empty(value: object) -> bool:
-    return value is None or (isinstance(value, tuple | list | dict) and not value)
+    return value is None or (isinstance(value, str | tuple | list | dict) and not value)
 
 
 def _dataclass(value: object) -> dict[str, Json]:
@@ -56,7 +58,7 @@ def _dataclass(value: object) -> dict[str, Json]:
         item = getattr(value, name)
         if meta.get(JSON_OMIT_EMPTY) and _empty(item):
             continue
-        converted = to_jsonable(item)
+        converted = None if meta.get(JSON_NULL_IF_EMPTY) and _empty(item) else to_jsonable(item)
         inner = meta.get(JSON_INNER)
         if isinstance(inner, Mapping) and isinstance(converted, dict):
             converted = {str(inner.get(k, k)): v for k, v in converted.items()}

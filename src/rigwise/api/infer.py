@@ -28,7 +28,6 @@ from rigwise.estimate.inference import (
 from rigwise.estimate.inference_memory import (
     MemoryBreakdown,
     Stage,
-    build_stages,
     can_offload,
     device_class,
     engine_overheads,
@@ -36,12 +35,20 @@ from rigwise.estimate.inference_memory import (
     stage_memory,
     summarize,
 )
-from rigwise.estimate.serving import serve_plan
+from rigwise.estimate.serving_layout import (
+    ReplicaLayout,
+    auto_offload,
+    check_rules,
+    engine_context,
+    replica_stages,
+    serve_with_queue,
+)
 from rigwise.hardware import Accelerator, Cluster
 from rigwise.hardware.nodes import MAX_DEVICES
 from rigwise.models import ModelSpec
 from rigwise.plans import (
     DOES_NOT_FIT,
+    DisaggLayout,
     InferenceLayout,
     InferencePlan,
     InferenceWorkload,
@@ -82,13 +89,13 @@ class InferOptions(BaseModel):
     gen: int = Field(128, ge=1, le=MAX_CONTEXT_TOKENS)
     """Generated tokens."""
     context: int | None = Field(None, ge=1, le=MAX_CONTEXT_TOKENS)
-    """Context to reserve (default prompt + gen)."""
+    """Context to reserve (default: prompt + gen, or the engine's own default)."""
     concurrency: int | Literal["max"] = 1
     """Concurrent requests, or 'max' (as many as the KV cache holds)."""
     engine: str | None = None
     """llama.cpp, vllm, sglang, tensorrt-llm, transformers, mlx, ollama (default by hardware)."""
-    offload: Literal["auto", "none"] = "none"
-    """'auto': weights that do not fit go to host RAM (needs ``host``)."""
+    offload: Literal["auto", "none"] | None = None
+    """'auto': weights that do not fit go to host RAM (default: the engine's; Ollama: auto)."""
     host: str | None = None
     """Host CPU platform (catalog CPU row) whose RAM takes offloaded weights."""
     split: Literal["layer", "tensor"] | None = None
@@ -97,6 +104,16 @@ class InferOptions(BaseModel):
     """Tensor-parallel size."""
     pp: int | None = Field(None, ge=1, le=MAX_DEVICES)
     """Pipeline stages."""
+    dp: int = Field(1, ge=1, le=MAX_DEVICES)
+    """Replicas of the tp x pp layout."""
+    ep: int = Field(1, ge=1, le=MAX_DEVICES)
+    """Expert-parallel ranks within tp (MoE)."""
+    attention_dp: int = Field(1, ge=1, le=MAX_DEVICES)
+    """Attention data-parallel ranks within tp."""
+    max_batch: int | None = Field(None, ge=1, le=1_000_000)
+    """Running sequences per replica (default: the engine's)."""
+    disagg: dict[str, dict[str, int]] | None = None
+    """Disaggregated pools: {"prefill": {...}, "decode": {...}} (tp, pp, workers, ep ...)."""
     latency_budget: str | None = None
     """Per-token / first-token budget, e.g. '200ms'."""
     calibration: dict[str, float] | None = None
@@ -153,20 +170,15 @@ def default_engine(cluster: Cluster, concurrency: int | str) -> str:
     return "llama.cpp"
 
 
-_ENGINE_VENDORS = {"mlx": ("apple",), "tensorrt-llm": ("nvidia",)}  # engines tied to one vendor
-
-
 def _check_engine(engine: str, cluster: Cluster) -> None:
-    vendors = _ENGINE_VENDORS.get(engine)
-    if vendors is None:
-        return
-    for node, _ in cluster.runs:
-        if node.accelerator.vendor.lower() not in vendors:
-            raise InputError(
-                f"--engine {engine} does not run on {node.accelerator.id} "
-                f"({node.accelerator.vendor}).",
-                hint="Use --engine llama.cpp or vllm, or leave --engine out for the default.",
-            )
+    from rigwise.estimate.engine_rules import vendor_violation
+
+    found = vendor_violation(engine, [node.accelerator for node, _ in cluster.runs])
+    if found is not None:
+        raise InputError(
+            f"{found.message} (engine rule {found.rule})",
+            hint="Use --engine llama.cpp or vllm, or leave --engine out for the default.",
+        )
 
 
 def _default_quant(engine: str, cluster: Cluster) -> str:
@@ -194,11 +206,10 @@ def _stages(
     options: InferOptions, cluster: Cluster, engine: str, num_layers: int
 ) -> tuple[Stage, ...]:
     split = options.split or ("layer" if engine in (*_GGUF_ENGINES, "mlx") else "tensor")
-    return build_stages(
+    return replica_stages(
         cluster,
         split,
-        options.tp,
-        options.pp,
+        ReplicaLayout(options.tp, options.pp, options.dp, options.ep, options.attention_dp),
         lambda acc: engine_overheads(engine, device_class(acc)),
         max_stages=num_layers,
     )
@@ -226,6 +237,8 @@ def _with_host(stages: tuple[Stage, ...], host: str | None) -> tuple[Stage, ...]
     """Give every stage the host CPU platform's RAM size and bandwidth (for offload)."""
     if host is None:
         return stages
+    from dataclasses import replace
+
     from rigwise.hardware import get_accelerator
 
     cpu = get_accelerator(host)
@@ -247,6 +260,8 @@ def _with_host(stages: tuple[Stage, ...], host: str | None) -> tuple[Stage, ...]
 def _with_offload(
     spec: ModelSpec, stages: tuple[Stage, ...], ctx: Context, kv_bytes: float, engine: str
 ) -> tuple[Stage, ...]:
+    from dataclasses import replace
+
     moved = []
     for s in stages:
         share = 0.0
@@ -263,8 +278,9 @@ def plan_inference(options: InferOptions | None = None, /, **fields: object) -> 
 
     Pass an ``InferOptions``, or its fields as keywords (``model="llama-3.1-8b",
     on="rtx-4090"``), or both (keywords override); every field is documented on
-    ``InferOptions``. Bad input raises ``InputError`` naming the value; "does not fit" is a
-    plan with ``fits=False`` and its reason.
+    ``InferOptions``. ``context="max"`` / ``prompt="max"``: the largest that fits
+    (``rigwise.api.context``). Bad input raises ``InputError`` naming the value; "does not
+    fit" is a plan with ``fits=False`` and its reason.
     """
     if "max" in (fields.get("context"), fields.get("prompt")):
         from rigwise.api.context import plan_with_max
@@ -299,8 +315,12 @@ def _replan(fields: Mapping[str, object]) -> InferencePlan:
     return _plan(_options(None, {**fields, "levers": False}))
 
 
-def _context(opts: InferOptions, spec: ModelSpec, notes: list[str]) -> int:
-    context = opts.context or opts.prompt + opts.gen
+def _context(
+    opts: InferOptions, spec: ModelSpec, engine: str, stages: tuple[Stage, ...], notes: list[str]
+) -> int:
+    context = opts.context or engine_context(
+        engine, stages, opts.prompt + opts.gen, spec.max_context
+    )
     if context > spec.max_context:
         raise InputError(
             f"--context {context} is longer than {spec.name}'s {spec.max_context} tokens.",
@@ -323,12 +343,12 @@ def _plan(opts: InferOptions) -> InferencePlan:
     _check_engine(engine, cluster)
     quant = _canonical_quant(opts.quant or _default_quant(engine, cluster))
     kv_dtype = opts.kv_quant or _default_kv(engine, quant)
-    notes: list[str] = []
-    context = _context(opts, spec, notes)
     stages = _with_host(_stages(opts, cluster, engine, spec.num_layers), opts.host)
+    notes: list[str] = []
+    context = _context(opts, spec, engine, stages, notes)
     used = sum(s.tp for s in stages)
-    if used < cluster.accelerator_count:  # a pipeline has at most one stage per layer
-        notes.append(
+    if used < cluster.accelerator_count and opts.dp == 1 and opts.disagg is None:
+        notes.append(  # a pipeline has at most one stage per layer
             f"Only {used:,} of the {cluster.accelerator_count:,} devices hold layers "
             f"({spec.num_layers} layers, one pipeline stage per layer at most); the rest idle."
         )
@@ -344,9 +364,8 @@ def _plan(opts: InferOptions) -> InferencePlan:
     )
     for stage in stages:  # validate calibration keys early, once
         efficiency(engine, stage, quant, opts.calibration)
-    reserved = 1 if opts.concurrency == "max" else opts.concurrency
-    kv_bytes = spec.kv_cache_bytes(context, kv_dtype) * reserved
-    stages, memory = _fitted_memory(opts, spec, stages, ctx, kv_bytes, notes)
+    kv_bytes = spec.kv_cache_bytes(context, kv_dtype)  # one request must fit; more may queue
+    stages, memory = _fitted_memory(opts, stages, ctx, kv_bytes, notes)
     plan = InferencePlan(
         model=spec.name,
         hardware=_hardware_label(opts),
@@ -364,6 +383,11 @@ def _plan(opts: InferOptions) -> InferencePlan:
         notes=tuple(notes),
         device_kinds=tuple(s.accelerator.kind for s in stages),
     )
+    if opts.disagg is not None:
+        return _plan_disagg(opts, cluster, ctx, plan)
+    broken = check_rules(engine, spec, stages, quant)
+    if broken is not None:
+        return replace(plan, verdict=DOES_NOT_FIT, reason=broken.reason, broken_rule=broken.rule)
     if memory.verdict == DOES_NOT_FIT:
         return plan
     return _with_speed(plan, opts, ctx, stages, cluster)
@@ -371,16 +395,17 @@ def _plan(opts: InferOptions) -> InferencePlan:
 
 def _fitted_memory(
     opts: InferOptions,
-    spec: ModelSpec,
     stages: tuple[Stage, ...],
     ctx: Context,
     kv_bytes: float,
     notes: list[str],
 ) -> tuple[tuple[Stage, ...], MemoryBreakdown]:
-    """Memory per device; with ``offload='auto'`` and no fit, weights moved to host RAM."""
-    engine = ctx.engine
+    """Memory per device; with offload (asked for, or the engine's default) and no fit,
+    weights moved to host RAM."""
+    spec, engine = ctx.spec, ctx.engine
     memory = _memory(spec, stages, ctx, kv_bytes, engine)
-    if memory.verdict == DOES_NOT_FIT and opts.offload == "auto":
+    offload = opts.offload or ("auto" if auto_offload(engine, stages) else "none")
+    if memory.verdict == DOES_NOT_FIT and offload == "auto":
         stages = _with_offload(spec, stages, ctx, kv_bytes, engine)
         memory = _memory(spec, stages, ctx, kv_bytes, engine)
         if memory.host_offload_bytes:
@@ -405,6 +430,10 @@ def _layout(opts: InferOptions, stages: tuple[Stage, ...]) -> InferenceLayout:
         split=opts.split or ("tensor" if any(s.tp > 1 for s in stages) else "layer"),
         tp=max(s.tp for s in stages),
         pp=len(stages),
+        dp=opts.dp,
+        ep=opts.ep,
+        attention_dp=opts.attention_dp,
+        gpus=opts.dp * sum(s.tp for s in stages),
         stages=tuple(StageShare(s.label, s.layer_fraction) for s in stages),
     )
 
@@ -416,17 +445,84 @@ def _with_speed(
     stages: tuple[Stage, ...],
     cluster: Cluster,
 ) -> InferencePlan:
-    """Prefill, decode, serving and the latency check of a plan that fits."""
+    """Prefill, decode, serving (a running batch and a queue) and the latency check of a plan
+    whose single request fits; the verdict stays the single request's."""
     network = cluster.network
-    context = plan.workload.context
     prefill = prefill_phase(ctx, stages, network, opts.prompt)
     decode = decode_phase(ctx, stages, network, opts.prompt + opts.gen // 2)
-    serving = serve_plan(
-        ctx, stages, plan.memory, network, opts.concurrency, opts.prompt, opts.gen, context,
+    serving, memory = serve_with_queue(
+        ctx,
+        stages,
+        network,
+        lambda kv: _memory(ctx.spec, stages, ctx, kv, ctx.engine),
+        (opts.concurrency, opts.prompt, opts.gen, plan.workload.context),
         prefill,
-    )  # fmt: skip
+        opts.max_batch,
+        opts.dp,
+    )
     latency = _latency(opts.latency_budget, prefill, decode)
-    return replace(plan, prefill=prefill, decode=decode, serving=serving, latency=latency)
+    return replace(
+        plan, memory=memory, prefill=prefill, decode=decode, serving=serving, latency=latency
+    )
+
+
+def _plan_disagg(
+    opts: InferOptions, cluster: Cluster, ctx: Context, plan: InferencePlan
+) -> InferencePlan:
+    """Disaggregated prefill/decode pools (estimate.serving_disagg) on the same cluster."""
+    from rigwise.estimate.serving_disagg import parse_roles, plan_disagg
+
+    roles = parse_roles(opts.disagg or {})
+    total = cluster.accelerator_count
+    if roles[0].gpus + roles[1].gpus > total:
+        raise InputError(
+            f"--disagg needs {roles[0].gpus} prefill + {roles[1].gpus} decode devices; "
+            f"{total} given.",
+            hint="Use fewer workers or smaller tp, or add devices (--nodes).",
+        )
+
+    def stages_for(role: Any) -> tuple[Stage, ...]:
+        layout = ReplicaLayout(role.tp, role.pp, role.workers, role.ep, role.attention_dp)
+        stages = _with_host(
+            replica_stages(
+                cluster, "tensor", layout, lambda a: _overheads(ctx.engine, a), ctx.spec.num_layers
+            ),
+            opts.host,
+        )
+        broken = check_rules(ctx.engine, ctx.spec, stages, ctx.quant)
+        if broken is not None:
+            raise _RuleBroken(broken.rule, broken.reason)
+        return stages
+
+    per_node = cluster.nodes[0].count
+    between = cluster.network if roles[0].gpus >= per_node and len(cluster.nodes) > 1 else (
+        cluster.nodes[0].intra_link
+    )  # fmt: skip
+    try:
+        found = plan_disagg(
+            ctx,
+            roles,
+            stages_for,
+            lambda stages, kv: _memory(ctx.spec, stages, ctx, kv, ctx.engine),
+            lambda stages: prefill_phase(ctx, stages, cluster.network, opts.prompt),
+            (cluster.network, between),
+            (opts.concurrency, opts.prompt, opts.gen, plan.workload.context),
+        )
+    except _RuleBroken as exc:
+        return replace(
+            plan, memory=_memory(ctx.spec, (), ctx, 0.0, ctx.engine), verdict=DOES_NOT_FIT,
+            reason=exc.args[1], broken_rule=exc.args[0],
+        )  # fmt: skip
+    layout = replace(plan.layout, disagg=DisaggLayout(prefill=roles[0], decode=roles[1]))
+    verdict = found.memory.verdict if found.serving is not None else DOES_NOT_FIT
+    return replace(
+        plan, layout=layout, memory=found.memory, verdict=verdict, reason=found.reason,
+        prefill=found.prefill, serving=found.serving,
+    )  # fmt: skip
+
+
+class _RuleBroken(Exception):
+    """An engine rule broken by one pool's layout (a result, carried out of the callback)."""
 
 
 def _latency(budget: str | None, prefill: Phase, decode: Phase) -> LatencyCheck | None:
@@ -440,6 +536,3 @@ def _latency(budget: str | None, prefill: Phase, decode: Phase) -> LatencyCheck 
         ttft_meets_budget=prefill.seconds <= seconds,
         token_meets_budget=decode.seconds <= seconds,
     )
-
-
-__all__ = ["ENGINES", "InferOptions", "InferencePlan", "default_engine", "plan_inference"]
