@@ -38,6 +38,7 @@ from rigwise.estimate.inference_memory import (
     stage_memory,
     summarize,
 )
+from rigwise.estimate.plan_intervals import add_inference_intervals
 from rigwise.estimate.serving import ServingEstimate, serve_plan
 from rigwise.hardware import Accelerator, Cluster
 from rigwise.models import ModelSpec
@@ -131,7 +132,7 @@ class InferencePlan:
         return self.prefill.seconds if self.prefill else None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data = {
             "model": self.model,
             "hardware": self.hardware,
             "engine": self.engine,
@@ -151,6 +152,7 @@ class InferencePlan:
             "levers": [lever.to_dict() for lever in self.levers],
             "notes": list(self.notes),
         }
+        return add_inference_intervals(data)  # P10-P90 ranges: estimate/plan_intervals.py
 
 
 def _model(name: str) -> ModelSpec:

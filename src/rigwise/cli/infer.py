@@ -95,15 +95,26 @@ def infer(
     return finish(plan_inference(**options), as_json, render)
 
 
-def _rate(value: float | None) -> str:
-    return "-" if value is None else f"{value:,.1f} tok/s"
+def _rate(value: float | None, section: dict[str, Any] | None = None, name: str = "") -> str:
+    """``16.4 tok/s (14.9-17.6)``: the value and, when the plan has one, its P10-P90 range."""
+    if value is None:
+        return "-"
+    bounds = (section or {}).get(f"{name}_interval")
+    return f"{value:,.1f} tok/s" + (f" ({bounds[0]:,.1f}-{bounds[1]:,.1f})" if bounds else "")
+
+
+def _seconds(value: float, bounds: list[float] | None) -> str:
+    from rigwise.units import format_seconds
+
+    ranged = f" ({format_seconds(bounds[0])}-{format_seconds(bounds[1])})" if bounds else ""
+    return format_seconds(value) + ranged
 
 
 def render(plan: Any) -> None:
     """The plan as a short report: verdict, memory, speeds, serving, levers."""
     from rich.table import Table
 
-    from rigwise.units import format_bytes, format_seconds
+    from rigwise.units import format_bytes
 
     out = console()
     colour = {"fits": "green", "tight": "yellow"}.get(plan.verdict, "red")
@@ -121,23 +132,49 @@ def render(plan: Any) -> None:
             format_bytes(d.capacity_bytes),
         )  # fmt: skip
     out.print(table)
+    data = plan.to_dict() if plan.prefill and plan.decode else {}
     if plan.prefill and plan.decode:
         out.print(
-            f"prefill {_rate(plan.prefill.tokens_per_s)} ({plan.prefill.bound}); "
-            f"time to first token {format_seconds(plan.prefill.seconds)}"
+            f"prefill {_rate(plan.prefill.tokens_per_s, data['prefill'], 'tokens_per_s')} "
+            f"({plan.prefill.bound}); time to first token "
+            f"{_seconds(plan.prefill.seconds, data.get('ttft_s_interval'))}"
         )
-        out.print(f"decode  {_rate(plan.decode.tokens_per_s)} ({plan.decode.bound})")
-    if plan.serving and plan.serving.concurrency > 1:
-        s = plan.serving
         out.print(
-            f"serving {s.concurrency} requests: {_rate(s.aggregate_tokens_per_s)} in total, "
-            f"{_rate(s.per_user_tokens_per_s)} each, TTFT {format_seconds(s.ttft_s)}; "
+            f"decode  {_rate(plan.decode.tokens_per_s, data['decode'], 'tokens_per_s')} "
+            f"({plan.decode.bound})"
+        )
+    if plan.serving and plan.serving.concurrency > 1:
+        s, ds = plan.serving, data.get("serving")
+        out.print(
+            f"serving {s.concurrency} requests: "
+            f"{_rate(s.aggregate_tokens_per_s, ds, 'aggregate_tokens_per_s')} in total, "
+            f"{_rate(s.per_user_tokens_per_s, ds, 'per_user_tokens_per_s')} each, "
+            f"TTFT {_seconds(s.ttft_s, (ds or {}).get('ttft_s_interval'))}; "
             f"KV cache holds {s.max_concurrency} at this length"
         )
+    bounds = (data.get("memory") or {}).get("total_bytes_interval")
+    if bounds:
+        out.print(
+            f"memory {format_bytes(plan.memory.total_bytes)} "
+            f"({format_bytes(bounds[0])}-{format_bytes(bounds[1])})"
+        )
+    _print_ranges(out, data.get("intervals"))
     for note in plan.notes:
         out.print(f"note: {note}")
     for lever in plan.levers:
         out.print(f"lever: {lever.description}")
+
+
+def _print_ranges(out: Any, intervals: dict[str, Any] | None) -> None:
+    if not intervals:
+        return
+    out.print(
+        "ranges: P10-P90 of what comparable independent measurements gave "
+        "(`rigwise validate intervals`)"
+    )
+    notes = dict.fromkeys(n for entry in intervals.values() for n in entry["notes"])
+    for note in notes:
+        out.print(f"  range widened: {note}")
 
 
 __all__ = ["EXIT_BAD_INPUT", "infer", "render", "run_queries"]

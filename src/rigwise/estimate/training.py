@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from rigwise.estimate.compute import TrainingFactors
+from rigwise.estimate.plan_intervals import add_training_intervals
 from rigwise.estimate.training_layout import Geometry, Layout, LayoutArrays, Workload
 from rigwise.estimate.training_memory import MemoryArrays, memory_per_gpu
 from rigwise.estimate.training_step import STEP_PARTS, Fabric, StepArrays, estimate_step
@@ -181,7 +182,7 @@ class TrainingPlan:
             out["search"] = dict(self.search)
         if self.alternatives:
             out["alternatives"] = [alt.to_dict() for alt in self.alternatives]
-        return out
+        return add_training_intervals(out)  # P10-P90 ranges: estimate/plan_intervals.py
 
 
 def plan_from(
