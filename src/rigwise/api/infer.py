@@ -284,7 +284,14 @@ def _with_offload(
 
 
 def plan_inference(**options: Any) -> InferencePlan:
-    """Plan one inference deployment; see ``InferOptions`` for the options."""
+    """Plan one inference deployment; see ``InferOptions`` for the options.
+
+    ``context="max"`` / ``prompt="max"``: the largest that fits (``rigwise.api.context``)."""
+    if "max" in (options.get("context"), options.get("prompt")):
+        from rigwise.api.context import plan_with_max
+
+        spec = _model(str(options["model"]))
+        return plan_with_max(options, plan_inference, _plan_quiet, spec)  # type: ignore[no-any-return,unused-ignore]
     try:
         opts = InferOptions(**options)
     except ValidationError as exc:

@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "model": "rigwise.cli.model:model",
     "models": "rigwise.cli.model:models",
     "infer": "rigwise.cli.infer:infer",
+    "fit": "rigwise.cli.fit:fit",
     "train": "rigwise.cli.train:train",
     "validate": "rigwise.cli.validate:validate",
     "build": "rigwise.cli.build:build",

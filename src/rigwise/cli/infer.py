@@ -57,9 +57,11 @@ def run_queries(path: str) -> int:
 @rig_option
 @click.option("--quant", help="Weights: Q4_K_M, Q8_0, F16, BF16, FP8, AWQ-4bit-g128, NF4, MXFP4...")
 @click.option("--kv-quant", help="KV cache dtype: f16, bf16, fp8, q8_0, q4_0.")
-@click.option("--prompt", help="Prompt tokens (default 512).")
+@click.option("--prompt", help="Prompt tokens (default 512), or 'max': the longest that fits.")
 @click.option("--gen", help="Generated tokens (default 128).")
-@click.option("--context", help="Context to reserve (default prompt + gen).")
+@click.option(
+    "--context", help="Context to reserve (default prompt + gen), or 'max': the largest that fits."
+)
 @click.option("--concurrency", help="Concurrent requests, or 'max' (default 1).")
 @click.option("--engine", help="llama.cpp, vllm, sglang, tensorrt-llm, transformers, mlx, ollama.")
 @click.option("--offload", type=click.Choice(["auto", "none"]), help="CPU offload of weights.")

@@ -17,6 +17,7 @@ from rigwise.serialize import to_jsonable
 from rigwise.web import charts
 
 NAV = (
+    ("/fit", "What runs"),
     ("/compare", "Compare"),
     ("/run", "Run"),
     ("/train", "Train"),
