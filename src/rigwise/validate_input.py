@@ -36,17 +36,19 @@ def read_user_text(path: str | Path, what: str, *, max_bytes: int = MAX_FILE_BYT
     except (OSError, ValueError) as exc:
         reason = getattr(exc, "strerror", None) or "not found"
         raise InputError(
-            f"Cannot read {what} {shown_value(str(file))}: {reason}.", hint=hint
+            f"Cannot read {what} {shown_value(str(file), 240)}: {reason}.", hint=hint
         ) from None
     if stat.S_ISDIR(info.st_mode):
-        raise InputError(f"{what.capitalize()} {shown_value(str(file))} is a directory.", hint=hint)
+        raise InputError(
+            f"{what.capitalize()} {shown_value(str(file), 240)} is a directory.", hint=hint
+        )
     if not stat.S_ISREG(info.st_mode):
         raise InputError(
-            f"{what.capitalize()} {shown_value(str(file))} is not a regular file.", hint=hint
+            f"{what.capitalize()} {shown_value(str(file), 240)} is not a regular file.", hint=hint
         )
     if info.st_size > max_bytes:
         raise InputError(
-            f"{what.capitalize()} {shown_value(str(file))} is {info.st_size:,} bytes, "
+            f"{what.capitalize()} {shown_value(str(file), 240)} is {info.st_size:,} bytes, "
             f"over the {max_bytes:,}-byte limit.",
             hint=hint,
         )
@@ -55,11 +57,13 @@ def read_user_text(path: str | Path, what: str, *, max_bytes: int = MAX_FILE_BYT
             data = handle.read(max_bytes + 1)
     except OSError as exc:
         raise InputError(
-            f"Cannot read {what} {shown_value(str(file))}: {exc.strerror}.", hint=hint
+            f"Cannot read {what} {shown_value(str(file), 240)}: {exc.strerror}.", hint=hint
         ) from None
     if len(data) > max_bytes:
-        raise InputError(f"{what.capitalize()} {shown_value(str(file))} is too large.", hint=hint)
-    return decode_text(data, f"{what} {shown_value(str(file))}")
+        raise InputError(
+            f"{what.capitalize()} {shown_value(str(file), 240)} is too large.", hint=hint
+        )
+    return decode_text(data, f"{what} {shown_value(str(file), 240)}")
 
 
 def open_text_lines(path: str, what: str, max_line_bytes: int) -> Iterator[tuple[int, str | None]]:
@@ -75,16 +79,16 @@ def open_text_lines(path: str, what: str, max_line_bytes: int) -> Iterator[tuple
     except (OSError, ValueError) as exc:
         reason = getattr(exc, "strerror", None) or "not found"
         raise InputError(
-            f"Cannot read {what} {shown_value(path)}: {reason}.", hint="Check the path."
+            f"Cannot read {what} {shown_value(path, 240)}: {reason}.", hint="Check the path."
         ) from None
     if not stat.S_ISREG(info.st_mode):
         kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
         raise InputError(
-            f"{what.capitalize()} {shown_value(path)} is {kind}.",
+            f"{what.capitalize()} {shown_value(path, 240)} is {kind}.",
             hint="Give a JSONL file (one JSON object per line) or '-' for stdin.",
         )
     with file.open("rb") as handle:
-        yield from _lines(handle, what, shown_value(path), max_line_bytes)
+        yield from _lines(handle, what, shown_value(path, 240), max_line_bytes)
 
 
 def _lines(handle: BinaryIO, what: str, name: str, limit: int) -> Iterator[tuple[int, str | None]]:
@@ -154,13 +158,16 @@ def load_yaml(text: str, where: str) -> Any:
         raise InputError(f"{where} is nested too deeply.", hint="Flatten the file.") from None
 
 
-def load_json(text: str, where: str) -> Any:
-    """JSON text -> data; InputError for syntax errors, nesting > MAX_NESTING, NaN/Infinity."""
+def load_json(text: str, where: str, *, allow_constants: bool = False) -> Any:
+    """JSON text -> data; InputError for syntax errors, nesting > MAX_NESTING and (unless
+    ``allow_constants``, for files whose numbers are checked key by key) NaN/Infinity."""
     if _max_depth(text) > MAX_NESTING:
         raise InputError(
             f"{where} nests deeper than {MAX_NESTING} levels.", hint="Flatten the JSON."
         )
     try:
+        if allow_constants:
+            return json.loads(text)
         return json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
         raise InputError(

@@ -41,11 +41,13 @@ from rigwise.estimate.inference_memory import (
 from rigwise.estimate.plan_intervals import add_inference_intervals
 from rigwise.estimate.serving import ServingEstimate, serve_plan
 from rigwise.hardware import Accelerator, Cluster
+from rigwise.hardware.nodes import MAX_DEVICES
 from rigwise.models import ModelSpec
 from rigwise.units import parse_count, parse_seconds
 
 ENGINES = ("llama.cpp", "vllm", "sglang", "tensorrt-llm", "transformers", "mlx", "ollama")
 _GGUF_ENGINES = ("llama.cpp", "ollama")
+MAX_CONTEXT_TOKENS = 100_000_000  # prompt, gen and context: 10^8 tokens, ~10x the longest models
 _DEFAULT_QUANT = {"llama.cpp": "Q4_K_M", "ollama": "Q4_K_M", "mlx": "Q4_0"}
 _DEFAULT_KV = {"llama.cpp": "f16", "ollama": "f16", "mlx": "f16"}
 
@@ -62,16 +64,16 @@ class InferOptions(BaseModel):
     cluster: str | None = None
     quant: str | None = None
     kv_quant: str | None = None
-    prompt: int = Field(512, ge=1)
-    gen: int = Field(128, ge=1)
-    context: int | None = Field(None, ge=1)
+    prompt: int = Field(512, ge=1, le=MAX_CONTEXT_TOKENS)
+    gen: int = Field(128, ge=1, le=MAX_CONTEXT_TOKENS)
+    context: int | None = Field(None, ge=1, le=MAX_CONTEXT_TOKENS)
     concurrency: int | Literal["max"] = 1
     engine: str | None = None
     offload: Literal["auto", "none"] = "none"
     host: str | None = None  # CPU platform (catalog CPU row) whose RAM takes offloaded weights
     split: Literal["layer", "tensor"] | None = None
-    tp: int | None = Field(None, ge=1)
-    pp: int | None = Field(None, ge=1)
+    tp: int | None = Field(None, ge=1, le=MAX_DEVICES)
+    pp: int | None = Field(None, ge=1, le=MAX_DEVICES)
     latency_budget: str | None = None
     calibration: dict[str, float] | None = None
     levers: bool = True
@@ -86,8 +88,8 @@ class InferOptions(BaseModel):
     def _concurrency(cls, value: Any) -> Any:
         if isinstance(value, str) and value != "max":
             return int(parse_count(value))
-        if isinstance(value, int) and value < 1:
-            raise ValueError("must be at least 1 (or 'max')")
+        if isinstance(value, int) and not 1 <= value <= MAX_DEVICES:
+            raise ValueError(f"must be between 1 and {MAX_DEVICES:,} (or 'max')")
         return value
 
     @field_validator("engine")
@@ -164,7 +166,7 @@ def _cluster(on: str | None, nodes: int, network: str | None, path: str | None) 
 
 
 def _classes(cluster: Cluster) -> set[str]:
-    return {device_class(node.accelerator) for node in cluster.nodes}
+    return {device_class(node.accelerator) for node, _ in cluster.runs}
 
 
 def default_engine(cluster: Cluster, concurrency: int | str) -> str:
@@ -184,7 +186,7 @@ def _check_engine(engine: str, cluster: Cluster) -> None:
     vendors = _ENGINE_VENDORS.get(engine)
     if vendors is None:
         return
-    for node in cluster.nodes:
+    for node, _ in cluster.runs:
         if node.accelerator.vendor.lower() not in vendors:
             raise InputError(
                 f"--engine {engine} does not run on {node.accelerator.id} "
@@ -214,7 +216,9 @@ def _canonical_quant(name: str) -> str:
     return quant_format(name).name
 
 
-def _stages(options: InferOptions, cluster: Cluster, engine: str) -> tuple[Stage, ...]:
+def _stages(
+    options: InferOptions, cluster: Cluster, engine: str, num_layers: int
+) -> tuple[Stage, ...]:
     split = options.split or ("layer" if engine in (*_GGUF_ENGINES, "mlx") else "tensor")
     return build_stages(
         cluster,
@@ -222,6 +226,7 @@ def _stages(options: InferOptions, cluster: Cluster, engine: str) -> tuple[Stage
         options.tp,
         options.pp,
         lambda acc: engine_overheads(engine, device_class(acc)),
+        max_stages=num_layers,
     )
 
 
@@ -306,7 +311,12 @@ def plan_inference(**options: Any) -> InferencePlan:
 
 
 def _plan_quiet(options: Mapping[str, Any]) -> InferencePlan:
-    return _plan(InferOptions(**{**options, "levers": False}))
+    """A lever's plan: options outside the bounds (one node past the maximum) are bad input."""
+    try:
+        opts = InferOptions(**{**options, "levers": False})
+    except ValidationError as exc:
+        raise InputError(validation_message(exc, "Bad option")) from None
+    return _plan(opts)
 
 
 def _replace_levers(plan: InferencePlan, levers: tuple[Any, ...]) -> InferencePlan:
@@ -328,10 +338,21 @@ def _plan(opts: InferOptions) -> InferencePlan:
             f"--context {context} is longer than {spec.name}'s {spec.max_context} tokens.",
             hint=f"Use --context {spec.max_context} or less.",
         )
+    if context < opts.prompt:
+        raise InputError(
+            f"--context {context} cannot hold the {opts.prompt}-token prompt.",
+            hint=f"Use --context {opts.prompt + opts.gen} (prompt + gen) or a shorter --prompt.",
+        )
     notes: list[str] = []
     if context < opts.prompt + opts.gen:
         notes.append("--context is shorter than prompt + gen; the KV cache is sized for --context.")
-    stages = _with_host(_stages(opts, cluster, engine), opts.host)
+    stages = _with_host(_stages(opts, cluster, engine, spec.num_layers), opts.host)
+    used = sum(s.tp for s in stages)
+    if used < cluster.accelerator_count:  # a pipeline has at most one stage per layer
+        notes.append(
+            f"Only {used:,} of the {cluster.accelerator_count:,} devices hold layers "
+            f"({spec.num_layers} layers, one pipeline stage per layer at most); the rest idle."
+        )
     cpu_eff = catalog_efficiency(engine, "cpu", quant.lower())
     ctx = Context(
         spec=spec,

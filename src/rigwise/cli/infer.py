@@ -112,6 +112,20 @@ def _seconds(value: float, bounds: list[float] | None) -> str:
     return format_seconds(value) + ranged
 
 
+def _latency_line(latency: dict[str, Any]) -> str:
+    from rigwise.units import format_seconds
+
+    def verdict(ok: bool) -> str:
+        return "[green]met[/]" if ok else "[red]missed[/]"
+
+    return (
+        f"latency budget {format_seconds(latency['budget_s'])}: first token "
+        f"{format_seconds(latency['ttft_s'])} ({verdict(latency['ttft_meets_budget'])}), "
+        f"per token {format_seconds(latency['seconds_per_token'])} "
+        f"({verdict(latency['token_meets_budget'])})"
+    )
+
+
 def render(plan: Any) -> None:
     """The plan as a short report: verdict, memory, speeds, serving, levers."""
     from rich.table import Table
@@ -154,6 +168,8 @@ def render(plan: Any) -> None:
             f"TTFT {_seconds(s.ttft_s, (ds or {}).get('ttft_s_interval'))}; "
             f"KV cache holds {s.max_concurrency} at this length"
         )
+    if plan.latency:
+        out.print(_latency_line(plan.latency))
     bounds = (data.get("memory") or {}).get("total_bytes_interval")
     if bounds:
         out.print(

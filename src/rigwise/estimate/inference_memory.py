@@ -313,23 +313,40 @@ def build_stages(
     tp: int | None,
     pp: int | None,
     overheads_for: Callable[[Accelerator], EngineOverheads],
+    max_stages: int | None = None,
 ) -> tuple[Stage, ...]:
     """Pipeline stages for a cluster: ``split`` 'layer' (a device per stage) or 'tensor'
     (a node per stage), or an explicit ``tp`` x ``pp``. Layers go in proportion to the
     memory each stage can use (llama.cpp's default --tensor-split; vLLM splits evenly on
-    identical devices, which is the same thing)."""
+    identical devices, which is the same thing). At most ``max_stages`` stages (a model's
+    layer count: a stage holds at least one layer), so the work is bounded whatever the
+    cluster's size; devices past that hold no layers."""
+    cap = min(x for x in (max_stages, pp) if x is not None) if (max_stages or pp) else None
     groups: list[tuple[int, Node, int]] = []
-    for index, node in enumerate(cluster.nodes):
+    available = index = 0
+    for node, repeat in cluster.runs:  # identical nodes in a row: one step, not one per node
         width = tp or (node.count if split == "tensor" else 1)
         if width < 1 or node.count % width:
             raise InputError(
                 f"--tp {width} does not divide node {index}'s {node.count} devices.",
                 hint="Use a tensor-parallel size that divides the devices of every node.",
             )
-        groups.extend((index, node, width) for _ in range(node.count // width))
+        per_node = node.count // width
+        available += per_node * repeat
+        for copy in range(repeat):
+            room = per_node if cap is None else min(per_node, cap - len(groups))
+            if room <= 0:
+                break
+            groups.extend((index + copy, node, width) for _ in range(room))
+        index += repeat
     if pp is not None:
-        if pp < 1 or pp > len(groups):
-            total = sum(node.count for node in cluster.nodes)
+        if max_stages is not None and pp > max_stages:
+            raise InputError(
+                f"--pp {pp} is more pipeline stages than the model's {max_stages} layers.",
+                hint=f"Use --pp {max_stages} or less.",
+            )
+        if pp < 1 or pp > available:
+            total = cluster.accelerator_count
             raise InputError(
                 f"--pp {pp} x --tp {tp or 1} needs more than the {total} devices given.",
                 hint="Lower --pp or --tp, or add devices (--on 'Nx GPU', --nodes).",
