@@ -114,11 +114,12 @@ def add_inference_intervals(data: dict[str, Any]) -> dict[str, Any]:
             data["ttft_s_interval"] = r.time(data["ttft_s"])
     serving = data.get("serving")
     if (r := found["serving"]) and serving:
-        for name in ("aggregate_tokens_per_s", "per_user_tokens_per_s"):
+        for name in ("aggregate_tokens_per_s", "per_user_tokens_per_s", "tokens_per_s_per_gpu"):
             if serving.get(name) is not None:
                 _set(serving, name, r.rate(serving[name]))
-        if serving.get("step_seconds") is not None:
-            _set(serving, "step_seconds", r.time(serving["step_seconds"]))
+        for name in ("step_seconds", "tpot_s"):
+            if serving.get(name) is not None:
+                _set(serving, name, r.time(serving[name]))
     if (r := found["prefill"]) and serving and serving.get("ttft_s") is not None:
         _set(serving, "ttft_s", r.time(serving["ttft_s"]))
     if (r := found["memory"]) and data.get("memory"):
