@@ -38,6 +38,7 @@ from rigwise.estimate.inference_memory import (
     stage_memory,
     summarize,
 )
+from rigwise.estimate.power import capped_inference
 from rigwise.estimate.serving import ServingEstimate, serve_plan
 from rigwise.hardware import Accelerator, Cluster
 from rigwise.hardware.nodes import MAX_DEVICES
@@ -74,6 +75,7 @@ class InferOptions(BaseModel):
     tp: int | None = Field(None, ge=1, le=MAX_DEVICES)
     pp: int | None = Field(None, ge=1, le=MAX_DEVICES)
     latency_budget: str | None = None
+    power_limit: float | None = Field(None, gt=0)  # board power cap per device, watts
     calibration: dict[str, float] | None = None
     levers: bool = True
 
@@ -123,6 +125,7 @@ class InferencePlan:
     levers: tuple[Any, ...] = ()
     notes: tuple[str, ...] = field(default=())
     device_kinds: tuple[str, ...] = ()  # gpu | unified | cpu ... of the stages (for levers)
+    power: Mapping[str, Any] | None = None  # with power_limit: speed kept, watts, J/token
 
     @property
     def fits(self) -> bool:
@@ -151,6 +154,7 @@ class InferencePlan:
             "serving": self.serving.to_dict() if self.serving else None,
             "latency": dict(self.latency) if self.latency else None,
             "levers": [lever.to_dict() for lever in self.levers],
+            "power": dict(self.power) if self.power else None,
             "notes": list(self.notes),
         }
 
@@ -410,6 +414,10 @@ def _plan(opts: InferOptions) -> InferencePlan:
     network = cluster.network
     prefill = prefill_phase(ctx, stages, network, opts.prompt)
     decode = decode_phase(ctx, stages, network, opts.prompt + opts.gen // 2)
+    power = None
+    if opts.power_limit is not None:
+        gpus = tuple(s.accelerator for s in stages for _ in range(s.tp))
+        prefill, decode, power = capped_inference(gpus, opts.power_limit, prefill, decode)
     serving = serve_plan(
         ctx, stages, memory, network, opts.concurrency, opts.prompt, opts.gen, context, prefill
     )
@@ -422,6 +430,7 @@ def _plan(opts: InferOptions) -> InferencePlan:
         decode=decode,
         serving=serving,
         latency=latency,
+        power=power,
         notes=tuple(notes),
     )
 
