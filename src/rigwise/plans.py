@@ -131,6 +131,7 @@ class InferencePlan:
     decode: Phase | None = field(metadata={JSON_INNER: {"seconds": "seconds_per_token"}})
     serving: ServingEstimate | None
     latency: LatencyCheck | None = None
+    power: Mapping[str, object] | None = None  # with power_limit: speed kept, watts, J/token
     levers: tuple[Lever, ...] = ()
     notes: tuple[str, ...] = ()
     # gpu | unified | cpu ... of the stages (what the levers may add); not part of the JSON

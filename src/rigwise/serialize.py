@@ -11,6 +11,10 @@ shapes the JSON without a hand-written ``to_dict``:
 - ``JSON_INLINE``: a mapping field's items become keys of the object itself;
 - ``JSON_INNER``: rename keys of the field's own JSON object (``{"seconds": "seconds_per_token"}``).
 
+A module that makes a kind of result may register one function that finishes its JSON
+(``register_json_finish``: the P10-P90 ranges beside a plan's numbers), so this module needs
+no import of the layers above it.
+
 Enums become their values, tuples and sets lists, non-finite floats ``null``, pydantic models
 their ``model_dump()``. Classes that still define ``to_dict`` are asked for it.
 """
@@ -20,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, TypeAlias
 
 JSON_KEY = "json_key"
@@ -33,6 +37,12 @@ JSON_INNER = "json_inner"
 Json: TypeAlias = "bool | int | float | str | list[Json] | dict[str, Json] | None"
 
 _FIELDS: dict[type, tuple[tuple[str, str, Mapping[str, object]], ...]] = {}
+_FINISH: dict[type, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+
+
+def register_json_finish(cls: type, finish: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+    """``finish(json_object)`` runs on every JSON object made from a ``cls`` instance."""
+    _FINISH[cls] = finish
 
 
 def _fields(cls: type) -> tuple[tuple[str, str, Mapping[str, object]], ...]:
@@ -68,7 +78,8 @@ def _dataclass(value: object) -> dict[str, Json]:
             out[key] = converted
     for name in getattr(type(value), "json_properties", ()):
         out[name] = to_jsonable(getattr(value, name))
-    return out
+    finish = _FINISH.get(type(value))
+    return finish(out) if finish is not None else out
 
 
 def to_jsonable(value: object) -> Any:

@@ -35,6 +35,8 @@ from rigwise.estimate.inference_memory import (
     stage_memory,
     summarize,
 )
+from rigwise.estimate.plan_intervals import add_inference_intervals
+from rigwise.estimate.power import capped_inference
 from rigwise.estimate.serving_layout import (
     ReplicaLayout,
     auto_offload,
@@ -55,7 +57,11 @@ from rigwise.plans import (
     LatencyCheck,
     StageShare,
 )
+from rigwise.serialize import register_json_finish
 from rigwise.units import parse_count, parse_seconds
+
+# P10-P90 ranges beside the numbers in the plan's JSON: estimate/plan_intervals.py
+register_json_finish(InferencePlan, add_inference_intervals)
 
 ENGINES = ("llama.cpp", "vllm", "sglang", "tensorrt-llm", "transformers", "mlx", "ollama")
 _GGUF_ENGINES = ("llama.cpp", "ollama")
@@ -116,6 +122,8 @@ class InferOptions(BaseModel):
     """Disaggregated pools: {"prefill": {...}, "decode": {...}} (tp, pp, workers, ep ...)."""
     latency_budget: str | None = None
     """Per-token / first-token budget, e.g. '200ms'."""
+    power_limit: float | None = Field(None, gt=0)
+    """Board power cap per device, watts (speed kept, watts and J/token in ``power``)."""
     calibration: dict[str, float] | None = None
     """Measured efficiency factors (``rigwise bench``) replacing the catalog's."""
     levers: bool = True
@@ -450,6 +458,10 @@ def _with_speed(
     network = cluster.network
     prefill = prefill_phase(ctx, stages, network, opts.prompt)
     decode = decode_phase(ctx, stages, network, opts.prompt + opts.gen // 2)
+    power = None
+    if opts.power_limit is not None:
+        gpus = tuple(s.accelerator for s in stages for _ in range(s.tp))
+        prefill, decode, power = capped_inference(gpus, opts.power_limit, prefill, decode)
     serving, memory = serve_with_queue(
         ctx,
         stages,
@@ -462,7 +474,13 @@ def _with_speed(
     )
     latency = _latency(opts.latency_budget, prefill, decode)
     return replace(
-        plan, memory=memory, prefill=prefill, decode=decode, serving=serving, latency=latency
+        plan,
+        memory=memory,
+        prefill=prefill,
+        decode=decode,
+        serving=serving,
+        latency=latency,
+        power=power,
     )
 
 

@@ -13,11 +13,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from rigwise.estimate.compute import TrainingFactors
+from rigwise.estimate.plan_intervals import add_training_intervals
 from rigwise.estimate.plausibility import plausibility_notes
 from rigwise.estimate.training_layout import Geometry, LayoutArrays, Workload
 from rigwise.estimate.training_memory import MemoryArrays, memory_per_gpu
 from rigwise.estimate.training_step import STEP_PARTS, Fabric, StepArrays, estimate_step
 from rigwise.plans import StepBreakdown, TrainingMemory, TrainingPlan
+from rigwise.serialize import register_json_finish
+
+# P10-P90 ranges beside the numbers in the plan's JSON: estimate/plan_intervals.py
+register_json_finish(TrainingPlan, add_training_intervals)
 
 MEMORY_KEYS = ("weights_bytes", "gradients_bytes", "optimizer_bytes", "activations_bytes")
 
