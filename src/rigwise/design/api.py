@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rigwise.design.designer import Design, DesignRequest, design
-from rigwise.errors import InputError
+from rigwise.errors import InputError, validation_message
 from rigwise.units import parse_count, parse_seconds
 
 
@@ -70,8 +70,7 @@ def design_builds(**options: Any) -> Design:
     try:
         opts = BuildOptions(**options)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'input'}: {e['msg']}" for e in exc.errors()
-        )
-        raise InputError(f"Bad build options: {problems}.") from exc
+        raise InputError(
+            validation_message(exc, "Bad build options"), hint="See `rigwise build --help`."
+        ) from None
     return design(design_request(opts))
