@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 from typing import Any
 
 import click
@@ -69,6 +70,15 @@ def run_queries(path: str) -> int:
 @click.option("--split", type=click.Choice(["layer", "tensor"]), help="How devices share it.")
 @click.option("--tp", type=int, help="Tensor-parallel size.")
 @click.option("--pp", type=int, help="Pipeline stages.")
+@click.option("--dp", type=int, help="Replicas of the tp x pp layout (data parallel serving).")
+@click.option("--ep", type=int, help="Expert-parallel ranks inside --tp (MoE models).")
+@click.option("--attention-dp", type=int, help="Attention data-parallel ranks inside --tp.")
+@click.option("--max-batch", type=int, help="Running sequences per replica (engine default).")
+@click.option(
+    "--disagg",
+    help='Disaggregated prefill/decode as JSON: \'{"prefill": {"tp": 8, "workers": 1}, '
+    '"decode": {"tp": 8, "workers": 1}}\' (keys tp, pp, ep, attention_dp, workers, max_batch).',
+)
 @click.option("--latency-budget", help="Per-token / first-token budget, e.g. 200ms.")
 @click.option("--calibrated", is_flag=True, help="Use factors measured by `rigwise bench`.")
 @click.option("--no-levers", is_flag=True, help="Skip the levers (faster).")
@@ -89,6 +99,11 @@ def infer(
         fail("Give a MODEL (name, config.json or .gguf), or --queries FILE.jsonl.")
     from rigwise.api.infer import plan_inference
 
+    if kwargs.get("disagg"):
+        try:
+            kwargs["disagg"] = json.loads(kwargs["disagg"])
+        except json.JSONDecodeError as exc:
+            fail(f"--disagg {kwargs['disagg']!r} is not JSON ({exc.msg}).")
     options = _options(model=model, **apply_rig(kwargs))
     if calibrated:
         options["calibration"] = _calibration(options.get("on"))
@@ -143,13 +158,16 @@ def render(plan: Any) -> None:
             f"time to first token {format_seconds(plan.prefill.seconds)}"
         )
         out.print(f"decode  {_rate(plan.decode.tokens_per_s)} ({plan.decode.bound})")
-    if plan.serving and plan.serving.concurrency > 1:
+    if plan.serving and (plan.serving.concurrency > 1 or plan.serving.replicas > 1):
         s = plan.serving
         out.print(
-            f"serving {s.concurrency} requests: {_rate(s.aggregate_tokens_per_s)} in total, "
-            f"{_rate(s.per_user_tokens_per_s)} each, TTFT {format_seconds(s.ttft_s)}; "
-            f"KV cache holds {s.max_concurrency} at this length"
+            f"serving {s.concurrency} requests: {s.running_batch} running per replica "
+            f"(x{s.replicas}), {s.queued} queued; {_rate(s.aggregate_tokens_per_s)} in total, "
+            f"{_rate(s.tokens_per_s_per_gpu)} per GPU, {_rate(s.per_user_tokens_per_s)} per user; "
+            f"TTFT {format_seconds(s.ttft_s)}, TPOT {format_seconds(s.tpot_s)}"
         )
+        if s.reason:
+            out.print(f"  {s.reason}")
     if plan.latency:
         out.print(_latency_line(plan.latency))
     for note in plan.notes:
