@@ -47,28 +47,6 @@ class BuildOptions(BaseModel):
         "target", description="target: clean, cheapest that meets the target, then faster"
     )
 
-
-def training_target(opts: BuildOptions) -> tuple[float | None, float | None]:
-    """(tokens, deadline seconds) a finetune/train build is timed and judged on: the user's, else
-    the defaults of parts/build_rules.csv (a train run: Chinchilla's 20 tokens per parameter)."""
-    tokens = parse_count(opts.tokens) if opts.tokens else None
-    deadline = parse_seconds(opts.deadline) if opts.deadline else None
-    if opts.task not in ("finetune", "train"):
-        return tokens, deadline
-    from rigwise.design.parts import rule
-
-    if tokens is None:
-        if opts.task == "finetune":
-            tokens = rule("finetune_tokens_default")
-        else:
-            from rigwise.models import load_model
-
-            per_param = rule("train_tokens_per_param_default")
-            tokens = per_param * load_model(opts.model).params_total
-    if deadline is None:
-        deadline = rule(f"{opts.task}_deadline_days_default") * 86400
-    return tokens, deadline
-
     @field_validator("circuit")
     @classmethod
     def _known_circuit(cls, value: str) -> str:
@@ -94,6 +72,28 @@ def training_target(opts: BuildOptions) -> tuple[float | None, float | None]:
         if number <= 0:
             raise ValueError("must be more than zero (e.g. 30d, 2B)")
         return value
+
+
+def training_target(opts: BuildOptions) -> tuple[float | None, float | None]:
+    """(tokens, deadline seconds) a finetune/train build is timed and judged on: the user's, else
+    the defaults of parts/build_rules.csv (a train run: Chinchilla's 20 tokens per parameter)."""
+    tokens = parse_count(opts.tokens) if opts.tokens else None
+    deadline = parse_seconds(opts.deadline) if opts.deadline else None
+    if opts.task not in ("finetune", "train"):
+        return tokens, deadline
+    from rigwise.design.parts import rule
+
+    if tokens is None:
+        if opts.task == "finetune":
+            tokens = rule("finetune_tokens_default")
+        else:
+            from rigwise.models import load_model
+
+            per_param = rule("train_tokens_per_param_default")
+            tokens = per_param * load_model(opts.model).params_total
+    if deadline is None:
+        deadline = rule(f"{opts.task}_deadline_days_default") * 86400
+    return tokens, deadline
 
 
 def design_request(opts: BuildOptions) -> DesignRequest:
