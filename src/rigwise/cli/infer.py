@@ -80,6 +80,11 @@ def run_queries(path: str) -> int:
     '"decode": {"tp": 8, "workers": 1}}\' (keys tp, pp, ep, attention_dp, workers, max_batch).',
 )
 @click.option("--latency-budget", help="Per-token / first-token budget, e.g. 200ms.")
+@click.option(
+    "--power-limit",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Board power cap per device in watts (nvidia-smi -pl): speed kept and J/token.",
+)
 @click.option("--calibrated", is_flag=True, help="Use factors measured by `rigwise bench`.")
 @click.option("--no-levers", is_flag=True, help="Skip the levers (faster).")
 @click.option("--queries", type=click.Path(allow_dash=True), help="JSONL file of plans to run.")
@@ -170,6 +175,13 @@ def render(plan: Any) -> None:
             out.print(f"  {s.reason}")
     if plan.latency:
         out.print(_latency_line(plan.latency))
+    if plan.power:
+        p = plan.power
+        out.print(
+            f"at {p['limit_watts']:.0f} W: {p['drawn_watts']:.0f} W drawn, compute "
+            f"{p['compute_relative_throughput']:.0%} of stock, "
+            f"{p['decode_joules_per_token']:.2f} J/token decode"
+        )
     for note in plan.notes:
         out.print(f"note: {note}")
     for lever in plan.levers:
