@@ -37,6 +37,8 @@ from rigwise.estimate.inference_memory import (
     stage_memory,
     summarize,
 )
+from rigwise.estimate.plan_intervals import add_inference_intervals
+from rigwise.estimate.power import capped_inference
 from rigwise.estimate.serving import ServingEstimate
 from rigwise.estimate.serving_layout import (
     ReplicaLayout,
@@ -86,6 +88,7 @@ class InferOptions(BaseModel):
     max_batch: int | None = Field(None, ge=1, le=1_000_000)  # running sequences per replica
     disagg: dict[str, dict[str, int]] | None = None  # {"prefill": {...}, "decode": {...}}
     latency_budget: str | None = None
+    power_limit: float | None = Field(None, gt=0)  # board power cap per device, watts
     calibration: dict[str, float] | None = None
     levers: bool = True
 
@@ -135,6 +138,7 @@ class InferencePlan:
     levers: tuple[Any, ...] = ()
     notes: tuple[str, ...] = field(default=())
     device_kinds: tuple[str, ...] = ()  # gpu | unified | cpu ... of the stages (for levers)
+    power: Mapping[str, Any] | None = None  # with power_limit: speed kept, watts, J/token
     broken_rule: str = ""  # the engine rule (engine_rules.csv) this layout breaks, if any
 
     @property
@@ -146,7 +150,7 @@ class InferencePlan:
         return self.prefill.seconds if self.prefill else None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data = {
             "model": self.model,
             "hardware": self.hardware,
             "engine": self.engine,
@@ -164,9 +168,11 @@ class InferencePlan:
             "serving": self.serving.to_dict() if self.serving else None,
             "latency": dict(self.latency) if self.latency else None,
             "levers": [lever.to_dict() for lever in self.levers],
+            "power": dict(self.power) if self.power else None,
             "notes": list(self.notes),
             "broken_rule": self.broken_rule or None,
         }
+        return add_inference_intervals(data)  # P10-P90 ranges: estimate/plan_intervals.py
 
 
 def _model(name: str) -> ModelSpec:
@@ -427,6 +433,10 @@ def _plan(opts: InferOptions) -> InferencePlan:
     network = cluster.network
     prefill = prefill_phase(ctx, stages, network, opts.prompt)
     decode = decode_phase(ctx, stages, network, opts.prompt + opts.gen // 2)
+    power = None
+    if opts.power_limit is not None:
+        gpus = tuple(s.accelerator for s in stages for _ in range(s.tp))
+        prefill, decode, power = capped_inference(gpus, opts.power_limit, prefill, decode)
     single = memory  # the verdict: one request must fit; the running batch fills the rest
     serving, memory = serve_with_queue(
         ctx,
@@ -448,6 +458,7 @@ def _plan(opts: InferOptions) -> InferencePlan:
         decode=decode,
         serving=serving,
         latency=latency,
+        power=power,
         notes=tuple(notes),
     )
 
