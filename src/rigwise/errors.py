@@ -64,3 +64,37 @@ def closest(name: str, candidates: Iterable[str], n: int = 3, cutoff: float = 0.
     pool = list(dict.fromkeys(candidates))
     matches = difflib.get_close_matches(name, pool, n=n, cutoff=cutoff)
     return matches[:n]
+
+
+class InternalError(RigwiseError):
+    """A bug in rigwise (not the user's input): the CLI exits 70 with a one-line message."""
+
+
+_SHOWN_VALUE_CHARS = 60
+
+
+def shown_value(value: object, limit: int = _SHOWN_VALUE_CHARS) -> str:
+    """``repr(value)`` cut to ``limit`` characters, so an error never echoes a whole file."""
+    try:
+        text = repr(value)
+    except Exception:  # a value whose repr fails still gets a message
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= limit else f"{text[: limit - 3]}..."
+
+
+def validation_message(error: object, where: str = "input", *, most: int = 3) -> str:
+    """A pydantic ``ValidationError`` as one line naming each bad key, its value and the rule:
+    ``"<where>: key 'concurrency' = 0: Input should be greater than 0."``; the one helper every
+    edge (options, files, HTTP) uses to turn validation errors into messages."""
+    errors = error.errors() if hasattr(error, "errors") else []  # pydantic ValidationError
+    parts = []
+    for item in list(errors)[:most]:
+        key = ".".join(str(part) for part in item.get("loc", ())) or "(top level)"
+        value = item.get("input")
+        got = "" if isinstance(value, dict | list) else f" = {shown_value(value)}"
+        message = str(item.get("msg", "invalid")).rstrip(".")
+        parts.append(f"key {key!r}{got}: {message}")
+    extra = len(errors) - most
+    more = f" (and {extra} more)" if extra > 0 else ""
+    body = "; ".join(parts) if parts else str(error)
+    return f"{where}: {body}{more}."

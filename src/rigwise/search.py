@@ -143,11 +143,13 @@ def search_layouts(
     gpus: int,
     fixed: Mapping[str, Any],
     objective: str = "time",
+    allow_fewer_gpus: bool = False,
 ) -> SearchResult:
-    """Every candidate layout for ``gpus`` GPUs, pruned, estimated and ranked."""
+    """Every candidate layout for ``gpus`` GPUs, pruned, estimated and ranked. A cost or
+    energy search also tries 1/2, 1/4, ... of the GPUs only with ``allow_fewer_gpus``."""
     started = time.perf_counter()
     values = candidate_values(geo, work, gpus, fabric.gpus_per_node, fixed)
-    lay = generate(values, gpus, fixed.get("dp"), shrink=objective != "time")
+    lay = generate(values, gpus, fixed.get("dp"), shrink=objective != "time" and allow_fewer_gpus)
     generated = len(lay)
     keep = np.ones(generated, dtype=bool)
     pruned: dict[str, int] = {}

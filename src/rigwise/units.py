@@ -58,44 +58,59 @@ _NUMBER_UNIT = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([a-zµ]*)\
 
 
 def _split(text: str, what: str, example: str) -> tuple[float, str]:
-    match = _NUMBER_UNIT.match(str(text))
+    match = _NUMBER_UNIT.match(str(text)) if len(str(text)) <= 100 else None
     if not match:
         raise InputError(f"Cannot read {what} {text!r}.", hint=f"Write it like {example!r}.")
     return float(match.group(1)), match.group(2).lower()
 
 
+def _checked(value: float | int, text: object, what: str, example: str) -> float:
+    """A parsed quantity must be a finite number >= 0 (no 1e400, inf, nan or negatives)."""
+    try:
+        number = float(value)
+    except (OverflowError, TypeError, ValueError):
+        number = math.nan
+    if isinstance(value, bool) or not math.isfinite(number) or number < 0:
+        shown = repr(text) if len(repr(text)) <= 60 else repr(text)[:57] + "..."
+        raise InputError(
+            f"{what.capitalize()} {shown} is not a finite, non-negative number.",
+            hint=f"Write it like {example!r}.",
+        )
+    return number
+
+
 def parse_bytes(text: str | float | int) -> float:
     """'24GB' -> 24e9, '16GiB' -> 17179869184.0, a bare number is bytes."""
     if isinstance(text, int | float):
-        return float(text)
+        return _checked(text, text, "size", "24GB")
     value, unit = _split(text, "size", "24GB")
     if unit not in _BYTE_UNITS:
         raise InputError(
             f"Unknown size unit {unit!r} in {text!r}.", hint="Use B, KB, MB, GB, TB or GiB."
         )
-    return value * _BYTE_UNITS[unit]
+    return _checked(value * _BYTE_UNITS[unit], text, "size", "24GB")
 
 
 def parse_seconds(text: str | float | int) -> float:
     """'200ms' -> 0.2, '30d' -> 2592000.0, a bare number is seconds."""
     if isinstance(text, int | float):
-        return float(text)
+        return _checked(text, text, "duration", "200ms")
     value, unit = _split(text, "duration", "200ms")
     if unit == "":
-        return value
+        return _checked(value, text, "duration", "200ms")
     if unit not in _TIME_UNITS:
         raise InputError(f"Unknown time unit {unit!r} in {text!r}.", hint="Use ms, s, min, h or d.")
-    return value * _TIME_UNITS[unit]
+    return _checked(value * _TIME_UNITS[unit], text, "duration", "200ms")
 
 
 def parse_count(text: str | float | int) -> float:
     """'2T' -> 2e12, '15k' -> 15000.0 (token counts, parameter counts)."""
     if isinstance(text, int | float):
-        return float(text)
+        return _checked(text, text, "count", "2T")
     value, unit = _split(text, "count", "2T")
     if unit not in _COUNT_SUFFIX:
         raise InputError(f"Unknown count suffix {unit!r} in {text!r}.", hint="Use k, M, B or T.")
-    return value * _COUNT_SUFFIX[unit]
+    return _checked(value * _COUNT_SUFFIX[unit], text, "count", "2T")
 
 
 def _scaled(value: float, steps: list[tuple[float, str]], digits: int) -> str:

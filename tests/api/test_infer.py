@@ -54,7 +54,24 @@ def test_serving_more_users_raises_throughput_until_the_kv_cache_is_full() -> No
     most = plan_inference(**base, concurrency="max").serving
     assert one is not None and many is not None and most is not None
     assert many.aggregate_tokens_per_s > 10 * one.aggregate_tokens_per_s
-    assert most.concurrency == most.max_concurrency >= 64
+    assert most.running_batch == most.max_concurrency >= 64
+
+
+def test_concurrency_beyond_the_kv_cache_queues_instead_of_failing() -> None:
+    """Llama-3.3-70B FP8 on 2x H100 TP2, 5,000 in / 500 out at 250 requests (issue 13):
+    the server admits what the KV cache holds and queues the rest."""
+    base = dict(
+        model="llama-3.3-70b", on="2x h100-sxm", quant="FP8", prompt=5000, gen=500, levers=False
+    )
+    some, many = (plan_inference(**base, concurrency=c) for c in (100, 250))
+    assert some.fits and many.fits
+    assert some.serving is not None and many.serving is not None
+    assert many.serving.running_batch == some.serving.running_batch < 100
+    assert many.serving.queued == 250 - many.serving.running_batch
+    assert many.serving.aggregate_tokens_per_s == pytest.approx(some.serving.aggregate_tokens_per_s)
+    assert many.serving.ttft_s > 2 * some.serving.ttft_s
+    keys = {"ttft_s", "tpot_s", "aggregate_tokens_per_s", "tokens_per_s_per_gpu", "running_batch"}
+    assert keys | {"queued"} <= set(many.to_dict()["serving"])
 
 
 def test_calibration_changes_the_speed_it_names() -> None:

@@ -180,3 +180,43 @@ def test_rig_and_on_together_is_bad_input(capsys: pytest.CaptureFixture[str]) ->
     rig = str(RIGS / "good-2x-3090-nvlink.yaml")
     code, _, err = run(capsys, "infer", "llama-3.1-8b", "--rig", rig, "--on", "rtx-4090")
     assert code == 2 and "--rig" in err
+
+
+def test_finetune_builds_are_timed_never_zero_and_nvidia_first() -> None:
+    import json as _json
+
+    from click.testing import CliRunner
+
+    from rigwise.cli import cli
+
+    args = ["build", "llama-3.1-8b", "--task", "finetune", "--method", "qlora", "--budget",
+            "2500", "--used", "--today", "2026-11-23", "--json"]  # fmt: skip
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    design = _json.loads(result.output)
+    assert design["tokens"] == 1e8 and design["deadline_s"] == 7 * 86400  # the stated defaults
+    options = design["options"]
+    assert options and all(o["time_to_train_s"] and o["time_to_train_s"] > 0 for o in options)
+    assert all(o["quant"] == "NF4" for o in options)
+    first = options[0]
+    assert first["kind"] != "apple" and first["time_to_train_s"] <= 7 * 86400
+    text = CliRunner().invoke(cli, args[:-1]).output
+    import re
+
+    assert not re.search(r"(?<![\d.])0\.0 d", text)
+    assert "target 100 M tokens within 7 d, qlora" in text
+
+
+def test_the_clean_cheaper_faster_3090_box_ranks_above_the_titan_box() -> None:
+    from click.testing import CliRunner
+
+    from rigwise.cli import cli
+
+    args = ["build", "llama-3.1-70b", "--task", "infer", "--target-tps", "15", "--budget",
+            "3000", "--used", "--today", "2026-11-23"]  # fmt: skip
+    text = CliRunner().invoke(cli, args).output
+    lines = [line for line in text.splitlines() if line[:3].strip().rstrip(".").isdigit()]
+    ons = [line.split()[2] for line in lines]
+    assert "2x" in lines[0] and "rtx-3090" in lines[0]
+    titan = next((i for i, line in enumerate(lines) if "titan-rtx" in line), len(lines))
+    assert titan > 0 and len(ons) >= 2

@@ -112,8 +112,10 @@ def test_gpu_table_shows_sources() -> None:
     ],
 )
 def test_unknown_name_exits_2_with_three_suggestions(args: tuple[str, ...]) -> None:
-    code, _, err = run(*args)
+    code, out, err = run(*args)
     assert code == 2
+    if "--json" in args:  # with --json the error is JSON on stdout: {"error", "hint"}
+        err = json.loads(out)["hint"]
     suggestions = err.split("Did you mean:")[1].strip().rstrip("?").split(", ")
     assert len(suggestions) == 3 and "rtx-4090" in suggestions
 

@@ -67,7 +67,7 @@ def test_queries_answer_line_by_line_and_survive_a_bad_line(tmp_path: Path) -> N
     )
     code, out = _run("infer", "--queries", str(queries))
     lines = [json.loads(line) for line in out.splitlines()]
-    assert code == 0 and len(lines) == 4
+    assert code == 2 and len(lines) == 4  # exit: the worst line (2: some lines were bad input)
     assert lines[0]["fits"] is True
     assert "4900" in lines[1]["error"] and "line 3" in lines[2]["error"]
     assert lines[3]["decode"]["tokens_per_s"] < lines[0]["decode"]["tokens_per_s"]

@@ -90,3 +90,55 @@ def test_validate_training_prints_every_source() -> None:
         "holdout",
     ):
         assert source in out
+
+
+def test_a_plan_that_does_not_fit_prints_no_time_or_cost() -> None:
+    args = ["train", "llama-3.1-8b", "--on", "rtx-4090", "--method", "full", "--tokens", "1B"]
+    code, out = run(args)
+    assert code == 1 and "does not fit" in out
+    assert "to train" not in out and "$" not in out and "step:" not in out
+    code, out = run([*args, "--json"])
+    data = json.loads(out)
+    assert data["time_to_train_s"] is None and data["cost_usd"] is None and data["step"] is None
+
+
+def test_default_layout_that_does_not_fit_is_searched_and_says_so() -> None:
+    code, out = run(
+        ["train", "llama-3.1-8b", "--on", "8x h100-sxm", "--global-batch", "8", "--json"]
+    )
+    data = json.loads(out)
+    assert code == 0 and data["fits"] is True and data["search"]["feasible"] > 0
+    assert any("does not fit" in note and "searched" in note for note in data["notes"])
+
+
+def test_objective_cost_keeps_the_gpus_unless_allowed_fewer() -> None:
+    args = ["train", "llama-3.1-8b", "--on", "dgx-h100", "--nodes", "4", "--network", "ib-ndr"]
+    args += ["--global-batch", "64", "--search", "--objective", "cost", "--json"]
+    code, out = run(args)
+    assert code == 0 and json.loads(out)["gpus"] == 32
+    code, out = run([*args, "--allow-fewer-gpus"])
+    assert code == 0 and json.loads(out)["gpus"] < 32
+
+
+def test_seq_max_is_the_longest_that_fits() -> None:
+    args = ["train", "llama-3.1-8b", "--on", "rtx-4090", "--method", "qlora"]
+    args += ["--recompute", "full", "--json"]
+    code, out = run([*args, "--seq", "max"])
+    data = json.loads(out)
+    assert code == 0 and data["fits"] and any("longest sequence" in n for n in data["notes"])
+    seq = data["memory_per_gpu"] and int(data["notes"][-1].split(": ")[1].split()[0])
+    code, out = run([*args, "--seq", str(seq + 256), "--micro-batch", "1"])
+    assert code == 1
+
+
+def test_framework_flag_and_queries_take_the_same_keys(tmp_path: Path) -> None:
+    query = {"model": "llama-3.1-8b", "on": "rtx-4090", "method": "full"}
+    query |= {"framework": "torchtune", "dropout": False, "overlap_grad_reduce": True}
+    path = tmp_path / "q.jsonl"
+    path.write_text(json.dumps(query) + "\n", encoding="utf-8")
+    code, out = run(["train", "--queries", str(path)])
+    from_queries = json.loads(out.splitlines()[0])
+    args = ["train", "llama-3.1-8b", "--on", "rtx-4090", "--method", "full"]
+    code2, out2 = run([*args, "--framework", "torchtune", "--no-dropout", "--json"])
+    assert code == code2 == 0
+    assert from_queries["memory_per_gpu"] == json.loads(out2)["memory_per_gpu"]

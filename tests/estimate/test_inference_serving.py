@@ -9,27 +9,27 @@ import pytest
 
 from rigwise.errors import InputError
 from rigwise.estimate.levers import suggest_levers
-from rigwise.estimate.serving import estimate_serving
+from rigwise.estimate.serving import Costs, estimate_serving
 
 
-def _serve(concurrency: int, most: int = 64, step: float = 0.02) -> Any:
-    return estimate_serving(
-        concurrency=concurrency,
-        max_sequences=most,
-        prompt=1000,
-        gen=100,
+def _serve(concurrency: int, most: int = 64, step: float = 0.02, replicas: int = 1) -> Any:
+    costs = Costs(
         step_seconds=lambda batch: step + 0.001 * batch,
         prefill_seconds_per_token=1e-5,
         single_prefill_seconds=0.05,
         compute_bound_at=lambda batch: batch > 32,
+        chunk_tokens=8192,
     )
+    return estimate_serving(concurrency, most, 1000, 100, costs, replicas, gpus_per_replica=2)
 
 
 def test_one_request_cycle_is_prefill_plus_gen_steps() -> None:
     result = _serve(1)
     cycle = 1000 * 1e-5 + 100 * 0.021
     assert result.aggregate_tokens_per_s == pytest.approx(100 / cycle)
-    assert result.per_user_tokens_per_s == result.aggregate_tokens_per_s
+    assert result.tpot_s == pytest.approx(0.021)  # alone: one decode step per token
+    assert result.ttft_s == pytest.approx(0.05 + 0.021)  # own prefill + one step
+    assert result.queued == 0 and result.queue_wait_s == 0.0
 
 
 def test_batching_raises_the_total_and_lowers_each_users_rate() -> None:
@@ -41,9 +41,29 @@ def test_batching_raises_the_total_and_lowers_each_users_rate() -> None:
 
 def test_concurrency_beyond_the_kv_cache_queues_with_a_reason() -> None:
     result = _serve(500, most=64)
-    assert result.concurrency == 64
-    assert "64" in result.reason
+    assert result.running_batch == 64 and result.queued == 436
+    assert "436 wait" in result.reason
     assert result.bound == "compute"
+
+
+def test_queueing_plateaus_throughput_and_grows_ttft_by_littles_law() -> None:
+    """Past the running batch the total stays put and the wait is (N - B) x gen / total:
+    Little's law (L = lambda W) with lambda = total / gen requests per second."""
+    full, more = _serve(64), _serve(256)
+    assert more.aggregate_tokens_per_s == pytest.approx(full.aggregate_tokens_per_s)
+    assert more.tpot_s == pytest.approx(full.tpot_s)
+    rate = more.aggregate_tokens_per_s / 100  # requests per second
+    expected_in_system = 256 / rate
+    service = more.ttft_s - more.queue_wait_s + 99 * more.tpot_s
+    assert more.queue_wait_s == pytest.approx(expected_in_system - service)
+    assert more.queue_wait_s > 100 * full.tpot_s
+
+
+def test_replicas_multiply_the_total_and_split_the_queue() -> None:
+    one, two = _serve(128, most=64), _serve(128, most=64, replicas=2)
+    assert two.aggregate_tokens_per_s == pytest.approx(2 * _serve(64).aggregate_tokens_per_s)
+    assert two.queued == 0 and one.queued == 64
+    assert two.tokens_per_s_per_gpu == pytest.approx(two.aggregate_tokens_per_s / 4)
 
 
 def test_no_room_for_a_single_request_is_a_result_not_an_error() -> None:

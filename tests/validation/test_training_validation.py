@@ -1,9 +1,10 @@
 """Golden tests: rigwise's training estimates against the published runs it keeps.
 
 Targets (issue 4): median |error| <= 10% for step time / throughput per GPU per source and for
-memory where published; Korthikanti Table 5 average |error| <= 3.5% (Calculon: 3.65%).
-Sources that miss a target have their measured bound here, named as a miss, so a regression
-still fails; the misses are reported, not hidden.
+memory where published. Keys carry the row role: ``fit`` rows set a factor (in-sample bounds
+that catch regressions, not evidence of accuracy), ``independent`` rows never did. Sources that
+miss a target have their measured bound here, named as a miss, so a regression still fails.
+The comparison with Calculon is made on Calculon's 8 rows of Korthikanti Table 5 (issue 15).
 """
 
 from __future__ import annotations
@@ -15,18 +16,19 @@ import pytest
 from rigwise.validation.stats import Comparison
 from rigwise.validation.training import TrainingValidation, validate_training
 
-# (source, metric) -> allowed median |error| in percent.
+# (source, metric, role) -> allowed median |error| in percent.
 MEDIAN_TARGET = {
-    ("Megatron-LM 2021 Table 1", "step_s"): 10.0,
-    ("Korthikanti 2022 Table 5", "step_s"): 10.0,
-    ("Korthikanti 2022 Table 4", "layer_ms"): 10.0,
-    ("Korthikanti 2022 Figure 1 (Calculon)", "memory_gib"): 10.0,
-    ("llm-foundry A100", "tokens_per_s_per_gpu"): 10.0,
-    ("torchtitan", "tokens_per_s_per_gpu"): 10.0,
-    ("torchtitan", "memory_gib"): 10.0,
+    ("Megatron-LM 2021 Table 1", "step_s", "fit"): 10.0,
+    ("Korthikanti 2022 Table 5", "step_s", "fit"): 10.0,
+    ("Korthikanti 2022 Table 4", "layer_ms", "fit"): 10.0,
+    ("Korthikanti 2022 Figure 1 (Calculon)", "memory_gib", "formula"): 10.0,
+    ("llm-foundry A100", "tokens_per_s_per_gpu", "independent"): 10.0,
+    ("torchtitan", "tokens_per_s_per_gpu", "fit"): 10.0,
+    ("torchtitan", "tokens_per_s_per_gpu", "independent"): 10.0,
+    ("torchtitan", "memory_gib", "independent"): 10.0,
     # MISSES of the 10% target (kept as regression bounds): the Llama 3 405B holdout.
-    ("holdout (not in shared/)", "model_tflops_per_gpu"): 25.0,
-    ("holdout (not in shared/)", "hardware_tflops_per_gpu"): 10.0,
+    ("holdout (not in shared/)", "model_tflops_per_gpu", "independent"): 25.0,
+    ("holdout (not in shared/)", "hardware_tflops_per_gpu", "independent"): 10.0,
 }
 # Per-row bound for the rows of the Megatron/Korthikanti sources (Calculon's max is 8.87%).
 ROW_BOUND = {
@@ -45,16 +47,25 @@ def _rows() -> list[Comparison]:
     return [c for c in result().comparisons if c.source in ROW_BOUND]
 
 
-@pytest.mark.parametrize("key", sorted(MEDIAN_TARGET), ids=lambda k: f"{k[0]}|{k[1]}")
-def test_median_error_per_source(key: tuple[str, str]) -> None:
-    stats = {(s.source, s.metric): s for s in result().stats}
+@pytest.mark.parametrize("key", sorted(MEDIAN_TARGET), ids="|".join)
+def test_median_error_per_source(key: tuple[str, str, str]) -> None:
+    stats = {(s.source, s.metric, s.role): s for s in result().stats}
     assert key in stats, f"no rows for {key}"
     assert stats[key].median_abs_error_pct <= MEDIAN_TARGET[key]
 
 
-def test_korthikanti_table5_average_error_beats_calculon() -> None:
-    mean = result().mean_abs_error_pct("Korthikanti 2022 Table 5", "step_s")
-    assert mean <= 3.5
+def test_calculon_is_compared_on_its_own_eight_rows() -> None:
+    (calculon,) = [t for t in result().tools if t.tool == "Calculon"]
+    assert calculon.like_for_like and calculon.rigwise_rows == 8
+    assert calculon.roles == ("fit",)  # in-sample for rigwise: said so in the output
+    # regression bound, measured at writing: 3.71 % (Calculon reports 3.65 %)
+    assert calculon.rigwise_mean_abs_error_pct <= 4.0
+
+
+def test_the_formula_rows_are_not_reported_as_validation() -> None:
+    formula = [c for c in result().comparisons if c.role == "formula"]
+    assert formula and {c.source for c in formula} == {"Korthikanti 2022 Figure 1 (Calculon)"}
+    assert all(c.role != "independent" for c in result().comparisons if "Figure" in c.source)
 
 
 @pytest.mark.parametrize("row", _rows(), ids=lambda c: f"{c.source}|{c.label}")
@@ -64,4 +75,4 @@ def test_each_megatron_row(row: Comparison) -> None:
 
 def test_every_packaged_source_is_covered() -> None:
     sources = {c.source for c in result().comparisons}
-    assert {s for s, _ in MEDIAN_TARGET} <= sources
+    assert {s for s, _, _ in MEDIAN_TARGET} <= sources

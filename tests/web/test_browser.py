@@ -114,3 +114,19 @@ def test_build_page(page: Any) -> None:
     assert page.locator("#build-options tbody tr").count() >= 1
     _plotted(page, "pareto-chart")
     _shot(page, "build")
+
+
+def test_fit_page_is_the_landing_page_and_ranks_models(page: Any) -> None:
+    page.goto("/")
+    assert page.url.endswith("/fit")
+    page.fill("#f-on", "rtx-3090")
+    page.select_option("#f-use", "code")
+    page.fill("#f-min_tps", "30")
+    page.click("#fit-submit")
+    assert "rtx-3090" in page.inner_text("#fit-summary")
+    rows = page.locator("#fit-table tbody tr")
+    assert rows.count() > 10
+    assert "runs" in rows.nth(0).inner_text()
+    _plotted(page, "fit-chart")
+    assert page.get_attribute("#f-context", "placeholder") == "4096"
+    _shot(page, "fit")

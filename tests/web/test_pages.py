@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from rigwise.api.infer import plan_inference
 from rigwise.serialize import to_jsonable
 
 
-def test_home_redirects_to_compare(client) -> None:  # type: ignore[no-untyped-def]
+def test_home_redirects_to_fit(client) -> None:  # type: ignore[no-untyped-def]
     response = client.get("/", follow_redirects=False)
     assert response.status_code in (302, 307)
-    assert response.headers["location"] == "/compare"
+    assert response.headers["location"] == "/fit"
 
 
-@pytest.mark.parametrize("path", ["/compare", "/run", "/train", "/build", "/machine", "/grid"])
+@pytest.mark.parametrize(
+    "path", ["/fit", "/compare", "/run", "/train", "/build", "/machine", "/grid"]
+)
 def test_every_page_renders_with_navigation(client, path: str) -> None:  # type: ignore[no-untyped-def]
     response = client.get(path)
     assert response.status_code == 200
@@ -88,3 +92,19 @@ def test_train_step_chart_holds_only_seconds() -> None:
     parts = dict(zip(step_chart["data"][0]["y"], step_chart["data"][0]["x"], strict=True))
     assert "compute" in parts and "microbatches" not in parts
     assert sum(parts.values()) <= ctx["plan"]["step"]["seconds"] * 1.0001
+
+
+def test_fit_page_ranks_models_and_reports_bad_input(client: Any) -> None:
+    response = client.get("/fit", params={"on": "rtx-3090", "use": "code", "min_tps": "30"})
+    assert response.status_code == 200
+    assert 'id="fit-table"' in response.text and "qwen2.5-32b" in response.text
+    assert 'placeholder="4096"' in response.text  # the sourced default context
+    bad = client.get("/fit", params={"on": "rtx-3090", "min_tps": "fast"})
+    assert bad.status_code == 400 and "min_tps" in bad.text
+
+
+def test_api_fit_is_the_cli_json(client: Any) -> None:
+    response = client.get("/api/fit", params={"on": "rtx-4090", "use": "vision"})
+    assert response.status_code == 200
+    report = response.json()
+    assert report["runs"] >= 1 and all("vision" in m["uses"] for m in report["models"])

@@ -29,6 +29,10 @@ def cached_cluster(
 
     if path:
         return hardware.load_cluster_file(path)
+    if on == "this-machine":
+        from rigwise.api.machine import this_machine
+
+        return this_machine().cluster
     if not on:
         raise InputError("No hardware given.", hint=f"Pass --on '{example}' (or --cluster FILE).")
     return hardware.parse_node(on, nodes=nodes, network=network)

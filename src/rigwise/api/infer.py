@@ -17,7 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from rigwise.api._lookup import cached_cluster, cached_model
-from rigwise.errors import InputError
+from rigwise.errors import InputError, validation_message
 from rigwise.estimate.inference import (
     Context,
     Phase,
@@ -30,7 +30,6 @@ from rigwise.estimate.inference_memory import (
     DOES_NOT_FIT,
     MemoryBreakdown,
     Stage,
-    build_stages,
     can_offload,
     device_class,
     engine_overheads,
@@ -38,13 +37,24 @@ from rigwise.estimate.inference_memory import (
     stage_memory,
     summarize,
 )
-from rigwise.estimate.serving import ServingEstimate, serve_plan
+from rigwise.estimate.power import capped_inference
+from rigwise.estimate.serving import ServingEstimate
+from rigwise.estimate.serving_layout import (
+    ReplicaLayout,
+    auto_offload,
+    check_rules,
+    engine_context,
+    replica_stages,
+    serve_with_queue,
+)
 from rigwise.hardware import Accelerator, Cluster
+from rigwise.hardware.nodes import MAX_DEVICES
 from rigwise.models import ModelSpec
 from rigwise.units import parse_count, parse_seconds
 
 ENGINES = ("llama.cpp", "vllm", "sglang", "tensorrt-llm", "transformers", "mlx", "ollama")
 _GGUF_ENGINES = ("llama.cpp", "ollama")
+MAX_CONTEXT_TOKENS = 100_000_000  # prompt, gen and context: 10^8 tokens, ~10x the longest models
 _DEFAULT_QUANT = {"llama.cpp": "Q4_K_M", "ollama": "Q4_K_M", "mlx": "Q4_0"}
 _DEFAULT_KV = {"llama.cpp": "f16", "ollama": "f16", "mlx": "f16"}
 
@@ -61,17 +71,23 @@ class InferOptions(BaseModel):
     cluster: str | None = None
     quant: str | None = None
     kv_quant: str | None = None
-    prompt: int = Field(512, ge=1)
-    gen: int = Field(128, ge=1)
-    context: int | None = Field(None, ge=1)
+    prompt: int = Field(512, ge=1, le=MAX_CONTEXT_TOKENS)
+    gen: int = Field(128, ge=1, le=MAX_CONTEXT_TOKENS)
+    context: int | None = Field(None, ge=1, le=MAX_CONTEXT_TOKENS)
     concurrency: int | Literal["max"] = 1
     engine: str | None = None
-    offload: Literal["auto", "none"] = "none"
+    offload: Literal["auto", "none"] | None = None  # None: the engine's default (Ollama: auto)
     host: str | None = None  # CPU platform (catalog CPU row) whose RAM takes offloaded weights
     split: Literal["layer", "tensor"] | None = None
-    tp: int | None = Field(None, ge=1)
-    pp: int | None = Field(None, ge=1)
+    tp: int | None = Field(None, ge=1, le=MAX_DEVICES)
+    pp: int | None = Field(None, ge=1, le=MAX_DEVICES)
+    dp: int = Field(1, ge=1, le=MAX_DEVICES)  # replicas of the tp x pp layout
+    ep: int = Field(1, ge=1, le=MAX_DEVICES)  # expert-parallel ranks within tp (MoE)
+    attention_dp: int = Field(1, ge=1, le=MAX_DEVICES)  # attention data-parallel ranks within tp
+    max_batch: int | None = Field(None, ge=1, le=1_000_000)  # running sequences per replica
+    disagg: dict[str, dict[str, int]] | None = None  # {"prefill": {...}, "decode": {...}}
     latency_budget: str | None = None
+    power_limit: float | None = Field(None, gt=0)  # board power cap per device, watts
     calibration: dict[str, float] | None = None
     levers: bool = True
 
@@ -85,8 +101,8 @@ class InferOptions(BaseModel):
     def _concurrency(cls, value: Any) -> Any:
         if isinstance(value, str) and value != "max":
             return int(parse_count(value))
-        if isinstance(value, int) and value < 1:
-            raise ValueError("must be at least 1 (or 'max')")
+        if isinstance(value, int) and not 1 <= value <= MAX_DEVICES:
+            raise ValueError(f"must be between 1 and {MAX_DEVICES:,} (or 'max')")
         return value
 
     @field_validator("engine")
@@ -121,6 +137,8 @@ class InferencePlan:
     levers: tuple[Any, ...] = ()
     notes: tuple[str, ...] = field(default=())
     device_kinds: tuple[str, ...] = ()  # gpu | unified | cpu ... of the stages (for levers)
+    power: Mapping[str, Any] | None = None  # with power_limit: speed kept, watts, J/token
+    broken_rule: str = ""  # the engine rule (engine_rules.csv) this layout breaks, if any
 
     @property
     def fits(self) -> bool:
@@ -149,7 +167,9 @@ class InferencePlan:
             "serving": self.serving.to_dict() if self.serving else None,
             "latency": dict(self.latency) if self.latency else None,
             "levers": [lever.to_dict() for lever in self.levers],
+            "power": dict(self.power) if self.power else None,
             "notes": list(self.notes),
+            "broken_rule": self.broken_rule or None,
         }
 
 
@@ -162,7 +182,7 @@ def _cluster(on: str | None, nodes: int, network: str | None, path: str | None) 
 
 
 def _classes(cluster: Cluster) -> set[str]:
-    return {device_class(node.accelerator) for node in cluster.nodes}
+    return {device_class(node.accelerator) for node, _ in cluster.runs}
 
 
 def default_engine(cluster: Cluster, concurrency: int | str) -> str:
@@ -175,20 +195,15 @@ def default_engine(cluster: Cluster, concurrency: int | str) -> str:
     return "llama.cpp"
 
 
-_ENGINE_VENDORS = {"mlx": ("apple",), "tensorrt-llm": ("nvidia",)}  # engines tied to one vendor
-
-
 def _check_engine(engine: str, cluster: Cluster) -> None:
-    vendors = _ENGINE_VENDORS.get(engine)
-    if vendors is None:
-        return
-    for node in cluster.nodes:
-        if node.accelerator.vendor.lower() not in vendors:
-            raise InputError(
-                f"--engine {engine} does not run on {node.accelerator.id} "
-                f"({node.accelerator.vendor}).",
-                hint="Use --engine llama.cpp or vllm, or leave --engine out for the default.",
-            )
+    from rigwise.estimate.engine_rules import vendor_violation
+
+    found = vendor_violation(engine, [node.accelerator for node, _ in cluster.runs])
+    if found is not None:
+        raise InputError(
+            f"{found.message} (engine rule {found.rule})",
+            hint="Use --engine llama.cpp or vllm, or leave --engine out for the default.",
+        )
 
 
 def _default_quant(engine: str, cluster: Cluster) -> str:
@@ -212,14 +227,16 @@ def _canonical_quant(name: str) -> str:
     return quant_format(name).name
 
 
-def _stages(options: InferOptions, cluster: Cluster, engine: str) -> tuple[Stage, ...]:
+def _stages(
+    options: InferOptions, cluster: Cluster, engine: str, num_layers: int
+) -> tuple[Stage, ...]:
     split = options.split or ("layer" if engine in (*_GGUF_ENGINES, "mlx") else "tensor")
-    return build_stages(
+    return replica_stages(
         cluster,
         split,
-        options.tp,
-        options.pp,
+        ReplicaLayout(options.tp, options.pp, options.dp, options.ep, options.attention_dp),
         lambda acc: engine_overheads(engine, device_class(acc)),
+        max_stages=num_layers,
     )
 
 
@@ -282,11 +299,19 @@ def _with_offload(
 
 
 def plan_inference(**options: Any) -> InferencePlan:
-    """Plan one inference deployment; see ``InferOptions`` for the options."""
+    """Plan one inference deployment; see ``InferOptions`` for the options.
+
+    ``context="max"`` / ``prompt="max"``: the largest that fits (``rigwise.api.context``)."""
+    if "max" in (options.get("context"), options.get("prompt")):
+        from rigwise.api.context import plan_with_max
+
+        spec = _model(str(options["model"]))
+        return plan_with_max(options, plan_inference, _plan_quiet, spec)  # type: ignore[no-any-return,unused-ignore]
     try:
         opts = InferOptions(**options)
     except ValidationError as exc:
-        raise InputError(_validation_message(exc), hint="See `rigwise infer --help`.") from None
+        message = validation_message(exc, "Bad option")
+        raise InputError(message, hint="See `rigwise infer --help`.") from None
     plan = _plan(opts)
     if opts.levers:
         from rigwise.estimate.levers import suggest_levers
@@ -296,20 +321,18 @@ def plan_inference(**options: Any) -> InferencePlan:
 
 
 def _plan_quiet(options: Mapping[str, Any]) -> InferencePlan:
-    return _plan(InferOptions(**{**options, "levers": False}))
+    """A lever's plan: options outside the bounds (one node past the maximum) are bad input."""
+    try:
+        opts = InferOptions(**{**options, "levers": False})
+    except ValidationError as exc:
+        raise InputError(validation_message(exc, "Bad option")) from None
+    return _plan(opts)
 
 
 def _replace_levers(plan: InferencePlan, levers: tuple[Any, ...]) -> InferencePlan:
     from dataclasses import replace
 
     return replace(plan, levers=levers)
-
-
-def _validation_message(exc: ValidationError) -> str:
-    first = exc.errors()[0]
-    where = ".".join(str(p) for p in first.get("loc", ())) or "options"
-    value = first.get("input")
-    return f"Bad option {where}={value!r}: {first.get('msg', 'invalid')}."
 
 
 def _plan(opts: InferOptions) -> InferencePlan:
@@ -319,16 +342,29 @@ def _plan(opts: InferOptions) -> InferencePlan:
     _check_engine(engine, cluster)
     quant = _canonical_quant(opts.quant or _default_quant(engine, cluster))
     kv_dtype = opts.kv_quant or _default_kv(engine, quant)
-    context = opts.context or opts.prompt + opts.gen
+    stages = _with_host(_stages(opts, cluster, engine, spec.num_layers), opts.host)
+    context = opts.context or engine_context(
+        engine, stages, opts.prompt + opts.gen, spec.max_context
+    )
     if context > spec.max_context:
         raise InputError(
             f"--context {context} is longer than {spec.name}'s {spec.max_context} tokens.",
             hint=f"Use --context {spec.max_context} or less.",
         )
+    if context < opts.prompt:
+        raise InputError(
+            f"--context {context} cannot hold the {opts.prompt}-token prompt.",
+            hint=f"Use --context {opts.prompt + opts.gen} (prompt + gen) or a shorter --prompt.",
+        )
     notes: list[str] = []
     if context < opts.prompt + opts.gen:
         notes.append("--context is shorter than prompt + gen; the KV cache is sized for --context.")
-    stages = _with_host(_stages(opts, cluster, engine), opts.host)
+    used = sum(s.tp for s in stages)
+    if used < cluster.accelerator_count and opts.dp == 1 and opts.disagg is None:
+        notes.append(  # a pipeline has at most one stage per layer
+            f"Only {used:,} of the {cluster.accelerator_count:,} devices hold layers "
+            f"({spec.num_layers} layers, one pipeline stage per layer at most); the rest idle."
+        )
     cpu_eff = catalog_efficiency(engine, "cpu", quant.lower())
     ctx = Context(
         spec=spec,
@@ -342,10 +378,10 @@ def _plan(opts: InferOptions) -> InferencePlan:
     )
     for stage in stages:  # validate calibration keys early, once
         efficiency(engine, stage, quant, opts.calibration)
-    reserved = 1 if opts.concurrency == "max" else opts.concurrency
-    kv_bytes = spec.kv_cache_bytes(context, kv_dtype) * reserved
+    kv_bytes = spec.kv_cache_bytes(context, kv_dtype)  # one request must fit; more may queue
     memory = _memory(spec, stages, ctx, kv_bytes, engine)
-    if memory.verdict == DOES_NOT_FIT and opts.offload == "auto":
+    offload = opts.offload or ("auto" if auto_offload(engine, stages) else "none")
+    if memory.verdict == DOES_NOT_FIT and offload == "auto":
         stages = _with_offload(spec, stages, ctx, kv_bytes, engine)
         memory = _memory(spec, stages, ctx, kv_bytes, engine)
         if memory.host_offload_bytes:
@@ -361,6 +397,10 @@ def _plan(opts: InferOptions) -> InferencePlan:
         "split": opts.split or ("tensor" if any(s.tp > 1 for s in stages) else "layer"),
         "tp": max(s.tp for s in stages),
         "pp": len(stages),
+        "dp": opts.dp,
+        "ep": opts.ep,
+        "attention_dp": opts.attention_dp,
+        "gpus": opts.dp * sum(s.tp for s in stages),
         "stages": [{"device": s.label, "layer_fraction": s.layer_fraction} for s in stages],
     }
     workload = {
@@ -378,30 +418,113 @@ def _plan(opts: InferOptions) -> InferencePlan:
         kv_quant=kv_dtype,
         layout=layout,
         workload=workload,
-        memory=memory,
     )
-    if memory.verdict == DOES_NOT_FIT:
+    broken = check_rules(engine, spec, stages, quant)
+    if opts.disagg is not None:
+        return _plan_disagg(opts, cluster, ctx, context, base, notes)
+    if broken is not None or memory.verdict == DOES_NOT_FIT:
         return InferencePlan(
-            **base, verdict=memory.verdict, reason=memory.reason, prefill=None, decode=None,
-            serving=None, notes=tuple(notes),
+            **base, memory=memory, verdict=DOES_NOT_FIT,
+            reason=broken.reason if broken else memory.reason, prefill=None, decode=None,
+            serving=None, notes=tuple(notes), broken_rule=broken.rule if broken else "",
         )  # fmt: skip
     network = cluster.network
     prefill = prefill_phase(ctx, stages, network, opts.prompt)
     decode = decode_phase(ctx, stages, network, opts.prompt + opts.gen // 2)
-    serving = serve_plan(
-        ctx, stages, memory, network, opts.concurrency, opts.prompt, opts.gen, context, prefill
+    power = None
+    if opts.power_limit is not None:
+        gpus = tuple(s.accelerator for s in stages for _ in range(s.tp))
+        prefill, decode, power = capped_inference(gpus, opts.power_limit, prefill, decode)
+    single = memory  # the verdict: one request must fit; the running batch fills the rest
+    serving, memory = serve_with_queue(
+        ctx,
+        stages,
+        network,
+        lambda kv: _memory(spec, stages, ctx, kv, engine),
+        (opts.concurrency, opts.prompt, opts.gen, context),
+        prefill,
+        opts.max_batch,
+        opts.dp,
     )
     latency = _latency(opts.latency_budget, prefill, decode)
     return InferencePlan(
         **base,
-        verdict=memory.verdict,
-        reason=memory.reason,
+        memory=memory,
+        verdict=single.verdict,
+        reason=single.reason,
         prefill=prefill,
         decode=decode,
         serving=serving,
         latency=latency,
+        power=power,
         notes=tuple(notes),
     )
+
+
+def _plan_disagg(
+    opts: InferOptions,
+    cluster: Cluster,
+    ctx: Context,
+    context: int,
+    base: dict[str, Any],
+    notes: list[str],
+) -> InferencePlan:
+    """Disaggregated prefill/decode pools (estimate.serving_disagg) on the same cluster."""
+    from rigwise.estimate.serving_disagg import parse_roles, plan_disagg
+
+    roles = parse_roles(opts.disagg or {})
+    total = cluster.accelerator_count
+    if roles[0].gpus + roles[1].gpus > total:
+        raise InputError(
+            f"--disagg needs {roles[0].gpus} prefill + {roles[1].gpus} decode devices; "
+            f"{total} given.",
+            hint="Use fewer workers or smaller tp, or add devices (--nodes).",
+        )
+
+    def stages_for(role: Any) -> tuple[Stage, ...]:
+        layout = ReplicaLayout(role.tp, role.pp, role.workers, role.ep, role.attention_dp)
+        stages = _with_host(
+            replica_stages(
+                cluster, "tensor", layout, lambda a: _overheads(ctx.engine, a), ctx.spec.num_layers
+            ),
+            opts.host,
+        )
+        broken = check_rules(ctx.engine, ctx.spec, stages, ctx.quant)
+        if broken is not None:
+            raise _RuleBroken(broken.rule, broken.reason)
+        return stages
+
+    per_node = cluster.nodes[0].count
+    between = cluster.network if roles[0].gpus >= per_node and len(cluster.nodes) > 1 else (
+        cluster.nodes[0].intra_link
+    )  # fmt: skip
+    try:
+        found = plan_disagg(
+            ctx,
+            roles,
+            stages_for,
+            lambda stages, kv: _memory(ctx.spec, stages, ctx, kv, ctx.engine),
+            lambda stages: prefill_phase(ctx, stages, cluster.network, opts.prompt),
+            (cluster.network, between),
+            (opts.concurrency, opts.prompt, opts.gen, context),
+        )
+    except _RuleBroken as exc:
+        return InferencePlan(
+            **{**base, "memory": _memory(ctx.spec, (), ctx, 0.0, ctx.engine)},
+            verdict=DOES_NOT_FIT, reason=exc.args[1], prefill=None, decode=None, serving=None,
+            notes=tuple(notes), broken_rule=exc.args[0],
+        )  # fmt: skip
+    layout = {**base["layout"], "disagg": {"prefill": vars(roles[0]), "decode": vars(roles[1])}}
+    verdict = found.memory.verdict if found.serving is not None else DOES_NOT_FIT
+    return InferencePlan(
+        **{**base, "layout": layout}, memory=found.memory, verdict=verdict,
+        reason=found.reason, prefill=found.prefill, decode=None, serving=found.serving,
+        notes=tuple(notes),
+    )  # fmt: skip
+
+
+class _RuleBroken(Exception):
+    """An engine rule broken by one pool's layout (a result, carried out of the callback)."""
 
 
 def _latency(budget: str | None, prefill: Phase, decode: Phase) -> dict[str, Any] | None:

@@ -5,30 +5,34 @@ Options are the long option names of ``rigwise train`` with ``_`` for ``-`` (``m
 ``global_batch``, ``micro_batch``, ``tokens``, ``steps``, ``epochs``, ``dataset_tokens``,
 ``tp``, ``pp``, ``dp``, ``cp``, ``ep``, ``vpp``, ``sequence_parallel``, ``zero``,
 ``recompute``, ``offload``, ``lora_rank``, ``flash_attention``, ``compile``,
-``float8_scaling``, ``async_tp``, ``dropout``, ``overlap_grad_reduce``, ``search``, ``top``,
-``objective``, ``price``, ``power_limit``, ``calibration``),
+``float8_scaling``, ``async_tp``, ``tp_comm_overlap``, ``dropout``, ``overlap_grad_reduce``,
+``framework``, ``pure_bf16``, ``optimizer_in_backward``, ``activation_offload``,
+``chunked_loss``, ``paged_optimizer``, ``lora_targets``, ``selective_policy``, ``search``,
+``top``, ``objective``, ``allow_fewer_gpus``, ``goodput``, ``price``, ``power_limit``,
+``calibration``; ``seq="max"`` finds the longest sequence that fits),
 validated by pydantic; used by the CLI, ``--queries``, the web UI and the build designer.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from rigwise.api._lookup import cached_cluster, cached_model
-from rigwise.errors import InputError
+from rigwise.errors import InputError, validation_message
 from rigwise.estimate.compute import TrainingFactors, training_factors
 from rigwise.estimate.training import TrainingPlan, evaluate, plan_from
 from rigwise.estimate.training_layout import (
-    LORA_TARGETS,
     Geometry,
     Layout,
     LayoutArrays,
     Workload,
     geometry,
 )
+from rigwise.estimate.training_presets import framework_settings
 from rigwise.estimate.training_step import Fabric
 from rigwise.hardware import Cluster
 from rigwise.models import ModelSpec
@@ -49,9 +53,10 @@ class TrainOptions(BaseModel):
     network: str | None = None
     cluster: str | None = None
     method: Literal["pretrain", "full", "lora", "qlora"] = "pretrain"
+    framework: str | None = None
     precision: Literal["bf16", "fp16", "fp8"] = "bf16"
     optimizer: Literal["adamw", "adamw-8bit", "sgd", "adafactor"] = "adamw"
-    seq: int = Field(2048, ge=1)
+    seq: int | Literal["max"] = Field(2048)
     global_batch: int | None = Field(None, ge=1)
     micro_batch: int | None = Field(None, ge=1)
     tokens: float | None = Field(None, gt=0)
@@ -69,15 +74,33 @@ class TrainOptions(BaseModel):
     recompute: Literal["none", "selective", "full"] | None = None
     offload: Literal["none", "optimizer", "params"] = "none"
     lora_rank: int = Field(16, ge=1)
+    lora_targets: tuple[Literal["q", "k", "v", "o", "gate", "up", "down"], ...] = (
+        "q",
+        "k",
+        "v",
+        "o",
+        "gate",
+        "up",
+        "down",
+    )
+    pure_bf16: bool = False
+    optimizer_in_backward: bool = False
+    activation_offload: bool = False
+    chunked_loss: bool = False
+    paged_optimizer: bool | None = None  # default: on for qlora
+    selective_policy: Literal["attention", "op"] = "attention"
     flash_attention: bool = True
     compile: bool = True  # fused elementwise kernels (torch.compile, Megatron); False = eager
     float8_scaling: Literal["tensorwise", "rowwise"] = "tensorwise"  # with precision fp8
     async_tp: bool = False  # TP collectives overlapped with the matmuls (AsyncTP)
+    tp_comm_overlap: bool = False  # the same overlap as Transformer Engine userbuffers do it
     dropout: bool | None = None
     overlap_grad_reduce: bool = True
     search: bool = False
     top: int = Field(1, ge=1, le=100)
     objective: Literal["time", "cost", "energy"] = "time"
+    allow_fewer_gpus: bool = False
+    goodput: float | None = Field(None, gt=0, le=1)
     price: float | None = Field(None, ge=0)
     power_limit: float | None = Field(None, gt=0)
     calibration: dict[str, float] | None = None
@@ -85,7 +108,16 @@ class TrainOptions(BaseModel):
     @field_validator("seq", "global_batch", "steps", mode="before")
     @classmethod
     def _int_counts(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.strip().lower() == "max":
+            return "max"
         return int(parse_count(value)) if isinstance(value, str) else value
+
+    @field_validator("seq")
+    @classmethod
+    def _positive_seq(cls, value: Any) -> Any:
+        if value != "max" and value < 1:
+            raise ValueError("seq must be >= 1 or 'max'")
+        return value
 
     @field_validator("tokens", "dataset_tokens", mode="before")
     @classmethod
@@ -121,13 +153,13 @@ def fabric_of(cluster: Cluster, power_limit: float | None = None) -> Fabric:
     return Fabric(first.accelerator, first.count, intra, cluster.network, ports, power_limit)
 
 
-def _workload(opts: TrainOptions, spec: Any, gpus: int) -> Workload:
+def _workload(opts: TrainOptions, spec: Any, gpus: int, seq: int) -> Workload:
     global_batch = opts.global_batch or max(gpus // _model_parallel(opts), 1) * (
         opts.micro_batch or 1
     )
     tokens = opts.tokens
     if tokens is None and opts.steps is not None:
-        tokens = float(opts.steps * global_batch * opts.seq)
+        tokens = float(opts.steps * global_batch * seq)
     if tokens is None and opts.epochs is not None:
         if opts.dataset_tokens is None:
             raise InputError("--epochs needs --dataset-tokens.", hint="Add --dataset-tokens 1B.")
@@ -135,21 +167,28 @@ def _workload(opts: TrainOptions, spec: Any, gpus: int) -> Workload:
     dropout = (
         opts.dropout if opts.dropout is not None else not bool(getattr(spec, "gated_mlp", True))
     )
+    paged = opts.paged_optimizer if opts.paged_optimizer is not None else opts.method == "qlora"
     return Workload(
-        seq_len=opts.seq,
+        seq_len=seq,
         global_batch=global_batch,
         method=opts.method,
         precision=opts.precision,
         optimizer=opts.optimizer,
         lora_rank=opts.lora_rank,
-        lora_targets=LORA_TARGETS,
+        lora_targets=tuple(opts.lora_targets),
         flash_attention=opts.flash_attention,
         dropout=dropout,
         overlap_grad_reduce=opts.overlap_grad_reduce,
         fused_kernels=opts.compile,
-        async_tp=opts.async_tp,
+        async_tp=opts.async_tp or opts.tp_comm_overlap,
+        selective_policy=opts.selective_policy,
         float8_scaling=opts.float8_scaling,
         offload=opts.offload,
+        pure_bf16=opts.pure_bf16,
+        optimizer_in_backward=opts.optimizer_in_backward,
+        activation_offload=opts.activation_offload,
+        chunked_loss=opts.chunked_loss,
+        paged_optimizer=paged,
         tokens=tokens,
     )
 
@@ -183,9 +222,7 @@ def _price(opts: TrainOptions, fabric: Fabric) -> float | None:
     return opts.price if opts.price is not None else fabric.accelerator.rental_usd_per_hour
 
 
-def plan_training(**options: Any) -> TrainingPlan:
-    """Estimate (or, with ``search=True``, find) a training layout; see docs/train.md."""
-    calibration: Mapping[str, float] | None = options.pop("calibration", None)
+def _validated(options: Mapping[str, Any], calibration: Mapping[str, float] | None) -> TrainOptions:
     unknown = sorted(set(options) - set(TrainOptions.model_fields))
     if unknown:
         from rigwise.errors import closest
@@ -193,22 +230,99 @@ def plan_training(**options: Any) -> TrainingPlan:
         hint = f"Did you mean: {', '.join(closest(unknown[0], TrainOptions.model_fields))}?"
         raise InputError(f"Unknown option {unknown[0]!r}.", hint=hint)
     try:
-        opts = TrainOptions(**options, calibration=dict(calibration) if calibration else None)
+        return TrainOptions(**options, calibration=dict(calibration) if calibration else None)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ())) or "options"
-        message = f"Bad option {where}={first.get('input')!r}: {first.get('msg', 'invalid')}."
+        message = validation_message(exc, "Bad option")
         raise InputError(message, hint="See `rigwise train --help`.") from None
+
+
+def plan_training(**options: Any) -> TrainingPlan:
+    """Estimate (or, with ``search=True``, find) a training layout; see docs/train.md.
+
+    With ``framework`` the framework's defaults (``catalog/data/training_frameworks.yaml``)
+    fill every option not given explicitly. When the default layout does not fit and some
+    layout flags are free, the layout is searched instead (a note says so)."""
+    calibration: Mapping[str, float] | None = options.pop("calibration", None)
+    opts = _validated(options, calibration)
     spec = _model(opts.model)
     cluster = _cluster(opts.on, opts.nodes, opts.network, opts.cluster)
     fabric = fabric_of(cluster, opts.power_limit)
     gpus = cluster.accelerator_count
+    notes: tuple[str, ...] = ()
+    if opts.framework:
+        preset = framework_settings(opts.framework, opts.method, gpus)
+        opts = _validated({**preset, **options}, calibration)
+        applied = ", ".join(f"{k}={v}" for k, v in preset.items() if k not in options)
+        notes = (f"{opts.framework} defaults: {applied or 'none needed'}",)
     factors = training_factors(fabric.accelerator.id, opts.calibration)
     geo = geometry(spec)
-    work = _workload(opts, spec, gpus)
+    if opts.seq == "max":
+        plan = _longest_seq(opts, spec, geo, fabric, factors, gpus)
+    else:
+        plan = _plan(opts, spec, geo, _workload(opts, spec, gpus, opts.seq), fabric, factors, gpus)
+    return replace(plan, notes=notes + plan.notes)
+
+
+def _plan(
+    opts: TrainOptions,
+    spec: Any,
+    geo: Geometry,
+    work: Workload,
+    fabric: Fabric,
+    factors: TrainingFactors,
+    gpus: int,
+) -> TrainingPlan:
     if opts.search:
         return _searched(opts, spec, geo, work, fabric, factors, gpus)
-    return _single(opts, spec, geo, work, fabric, factors, gpus)
+    plan = _single(opts, spec, geo, work, fabric, factors, gpus)
+    free = [name for name in (*_LAYOUT_FLAGS, "sequence_parallel") if getattr(opts, name) is None]
+    if plan.fits or not free or plan.memory_per_gpu is None:
+        return plan
+    found = _searched(opts, spec, geo, work, fabric, factors, gpus)
+    tried = (found.search or {}).get("generated", 0)
+    if not found.fits:
+        reason = f"{plan.reason}; a search of {tried} layouts over {', '.join(free)} found none"
+        return replace(plan, reason=reason, search=found.search)
+    layout = _short(plan.layout) if plan.layout else "default"
+    needs = plan.reason.split(" (")[0]
+    note = f"the default layout ({layout}) does not fit ({needs}); searched {tried} layouts"
+    note += f" over {', '.join(free)} instead"
+    return replace(found, notes=(note, *found.notes))
+
+
+_SEQ_STEP = 256
+
+
+def _longest_seq(
+    opts: TrainOptions,
+    spec: Any,
+    geo: Geometry,
+    fabric: Fabric,
+    factors: TrainingFactors,
+    gpus: int,
+) -> TrainingPlan:
+    """The longest sequence (a multiple of 256, up to the model's context) that fits, by
+    bisection: memory grows with the sequence, so the fitting lengths form a prefix."""
+
+    def attempt(seq: int) -> TrainingPlan:
+        work = _workload(opts, spec, gpus, seq)
+        return _plan(opts, spec, geo, work, fabric, factors, gpus)
+
+    top = max(int(getattr(spec, "max_context", 0) or 0) // _SEQ_STEP, 1)
+    best = attempt(_SEQ_STEP)
+    if not best.fits:
+        return replace(best, reason=f"not even {_SEQ_STEP} tokens fit: {best.reason}")
+    low, high = 1, top + 1  # low fits, high does not (or is past the context)
+    while high - low > 1:
+        mid = (low + high) // 2
+        plan = attempt(mid * _SEQ_STEP)
+        if plan.fits:
+            low, best = mid, plan
+        else:
+            high = mid
+    limit = "the model's context" if low == top else f"{(low + 1) * _SEQ_STEP} does not fit"
+    note = f"longest sequence that fits: {low * _SEQ_STEP} tokens ({limit})"
+    return replace(best, notes=(note, *best.notes))
 
 
 def _single(
@@ -240,6 +354,7 @@ def _single(
         fabric=fabric,
         factors=factors,
         price=_price(opts, fabric),
+        goodput=opts.goodput,
     )
 
 
@@ -278,7 +393,9 @@ def _searched(
     fixed["sequence_parallel"] = (
         None if opts.sequence_parallel is None else int(opts.sequence_parallel)
     )
-    result = search_layouts(geo, work, fabric, factors, gpus, fixed, opts.objective)
+    result = search_layouts(
+        geo, work, fabric, factors, gpus, fixed, opts.objective, opts.allow_fewer_gpus
+    )
     if result.evaluation is None or result.feasible == 0:
         counts = ", ".join(f"{n} {reason}" for reason, n in result.pruned.items())
         plan = _infeasible(spec, fabric, gpus, None, f"no layout of {gpus} GPUs works: {counts}")
@@ -293,6 +410,7 @@ def _searched(
             fabric=fabric,
             factors=factors,
             price=price,
+            goodput=opts.goodput,
         )
         for i in result.order[: opts.top]
     ]
@@ -302,8 +420,6 @@ def _searched(
 def _with_search(
     plan: TrainingPlan, stats: Mapping[str, Any], alternatives: tuple[TrainingPlan, ...]
 ) -> TrainingPlan:
-    from dataclasses import replace
-
     return replace(plan, search=stats, alternatives=alternatives)
 
 

@@ -1,8 +1,9 @@
 """The ``rigwise`` command line: a thin layer over the public API.
 
 Subcommands live one module each in this package and are imported only when used, so that
-``rigwise infer`` does not pay for ``ray`` or ``fastapi``. Exit codes: 0 ok, 1 nothing
-feasible, 2 bad input or environment.
+``rigwise infer`` does not pay for ``ray`` or ``fastapi``. Exit codes (every command): 0 ok,
+1 nothing feasible (with the reason), 2 bad input or environment (with the fix), 70 an internal
+error (one line; ``--debug`` prints the traceback). With ``--json`` errors are JSON on stdout.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "model": "rigwise.cli.model:model",
     "models": "rigwise.cli.model:models",
     "infer": "rigwise.cli.infer:infer",
+    "fit": "rigwise.cli.fit:fit",
     "train": "rigwise.cli.train:train",
     "validate": "rigwise.cli.validate:validate",
     "build": "rigwise.cli.build:build",
@@ -42,6 +44,27 @@ def _available(target: str) -> bool:
 
 
 class LazyGroup(click.Group):
+    def main(  # type: ignore[override]
+        self,
+        args: list[str] | None = None,
+        prog_name: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        """Every way in (the console script, ``python -m rigwise``, click's test runner) maps
+        errors to exit codes the same way (see ``run_guarded``)."""
+        given = sys.argv[1:] if args is None else list(args)
+        if "--debug" in given[1:]:  # accepted after the command too: `rigwise infer ... --debug`
+            given = ["--debug", *(a for a in given if a != "--debug")]
+        name = prog_name or "rigwise"
+        code = run_guarded(
+            lambda: super(LazyGroup, self).main(given, name, standalone_mode=False, **extra),
+            given,
+        )
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return [name for name, target in COMMANDS.items() if _available(target)]
 
@@ -68,8 +91,9 @@ class LazyGroup(click.Group):
 
 @click.group(cls=LazyGroup, invoke_without_command=True)
 @click.version_option(package_name="rigwise")
+@click.option("--debug", is_flag=True, help="Print the traceback of an internal error.")
 @click.pass_context
-def cli(ctx: click.Context) -> None:
+def cli(ctx: click.Context, debug: bool) -> None:
     """rigwise: will it run, how fast, what to buy, and how to pool it.
 
     Run without a command for a tour on the packaged catalog.
@@ -84,7 +108,7 @@ def cli(ctx: click.Context) -> None:
 
 def main(argv: list[str] | None = None) -> Any:
     """Console-script entry point."""
-    return run_guarded(lambda: cli.main(args=argv, prog_name="rigwise", standalone_mode=False))
+    return cli.main(args=argv, prog_name="rigwise", standalone_mode=False)
 
 
 if __name__ == "__main__":  # pragma: no cover

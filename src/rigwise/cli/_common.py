@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
-from collections.abc import Callable
+import traceback
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, NoReturn
 
 import click
@@ -14,41 +17,157 @@ from rigwise.serialize import to_jsonable
 EXIT_OK = 0
 EXIT_INFEASIBLE = 1
 EXIT_BAD_INPUT = 2
+EXIT_INTERNAL = 70  # EX_SOFTWARE (sysexits.h): a bug in rigwise, not the user's input
+EXIT_INTERRUPTED = 130
+
+DEBUG_HINT = "run with --debug for the traceback"
 
 
 def print_json(value: Any) -> None:
     click.echo(json.dumps(to_jsonable(value), indent=2, sort_keys=False))
 
 
-def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
-    click.echo(f"error: {message}", err=True)
-    raise SystemExit(code)
+def fail(message: str, code: int = EXIT_BAD_INPUT, *, hint: str | None = None) -> NoReturn:
+    """Stop a command with a bad-input error (exit 2): raised, so ``run_guarded`` prints it
+    the same way as every other error (JSON on stdout with --json)."""
+    from rigwise.errors import InputError
+
+    if code != EXIT_BAD_INPUT:
+        click.echo(f"error: {message}", err=True)
+        raise SystemExit(code)
+    raise InputError(message, hint=hint)
 
 
-def run_guarded(call: Callable[[], Any]) -> int:
-    """Run the click app, mapping rigwise and click errors to messages and exit codes."""
-    from rigwise.errors import InputError, RigwiseError
+def report_error(message: str, hint: str | None, *, as_json: bool) -> None:
+    """One error, one way: ``{"error", "hint"}`` on stdout with --json, else ``error: ...``
+    (and the hint) on stderr."""
+    if as_json:
+        click.echo(json.dumps({"error": message, "hint": hint}))
+        return
+    click.echo(f"error: {message}" + (f" {hint}" if hint else ""), err=True)
 
+
+def run_guarded(call: Callable[[], Any], argv: Sequence[str] | None = None) -> int:
+    """Run the click app; map every outcome to an exit code: 0 ok, 1 infeasible (the command
+    returns it), 2 bad input or environment, 70 an internal error (one line; the traceback
+    with --debug), 130 interrupted. ``argv`` tells whether --json/--debug were given."""
+    from rigwise.errors import RigwiseError
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    as_json = "--json" in args
+    debug = "--debug" in args or bool(os.environ.get("RIGWISE_DEBUG"))
     try:
         result = call()
     except click.exceptions.Abort:
-        click.echo("aborted", err=True)
+        report_error("aborted", None, as_json=as_json)
         return EXIT_BAD_INPUT
     except click.ClickException as exc:
-        exc.show()
-        return EXIT_BAD_INPUT
-    except InputError as exc:
-        click.echo(f"error: {exc}", err=True)
+        if as_json:
+            report_error(exc.format_message(), _usage_hint(exc), as_json=True)
+        else:
+            exc.show()
         return EXIT_BAD_INPUT
     except RigwiseError as exc:
-        click.echo(f"error: {exc}", err=True)
-        return EXIT_BAD_INPUT
+        if debug:
+            traceback.print_exc()
+        report_error(exc.message, exc.hint, as_json=as_json)
+        return EXIT_INTERNAL if _is_internal(exc) else EXIT_BAD_INPUT
     except SystemExit as exc:
-        return int(exc.code or 0) if not isinstance(exc.code, str) else EXIT_BAD_INPUT
+        return _exit_code(exc.code)
     except KeyboardInterrupt:
-        click.echo("interrupted", err=True)
-        return 130
+        report_error("interrupted", None, as_json=as_json)
+        return EXIT_INTERRUPTED
+    except (MemoryError, RecursionError) as exc:
+        return _internal(exc, debug, as_json, "the input is too large or too deeply nested")
+    except Exception as exc:  # the last line of defence: a bug, reported in one line
+        return _internal(exc, debug, as_json, DEBUG_HINT)
     return int(result) if isinstance(result, int) else EXIT_OK
+
+
+def _internal(exc: BaseException, debug: bool, as_json: bool, hint: str) -> int:
+    if debug:
+        traceback.print_exception(exc)
+    where = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
+    site = f" at {Path(where[0].filename).name}:{where[0].lineno}" if where else ""
+    text = " ".join(str(exc).split())[:200]
+    message = f"internal error{site}: {type(exc).__name__}: {text}"
+    report_error(message, f"({hint})" if hint == DEBUG_HINT else f"({hint}; {DEBUG_HINT})",
+                 as_json=as_json)  # fmt: skip
+    return EXIT_INTERNAL
+
+
+def _is_internal(exc: BaseException) -> bool:
+    from rigwise.errors import InternalError
+
+    return isinstance(exc, InternalError)
+
+
+def _usage_hint(exc: click.ClickException) -> str | None:
+    ctx = getattr(exc, "ctx", None)
+    return f"See `{ctx.command_path} --help`." if ctx is not None else None
+
+
+def _exit_code(code: object) -> int:
+    if code is None:
+        return EXIT_OK
+    if isinstance(code, int):
+        return code
+    click.echo(str(code), err=True)
+    return EXIT_BAD_INPUT
+
+
+def finish(plan: Any, as_json: bool, render: Callable[[Any], None]) -> int:
+    """The one way a planning command ends: the plan as JSON or rendered, then exit 0 when it
+    fits and 1 (infeasible; the reason is in the plan and its rendering) when it does not."""
+    if as_json:
+        print_json(plan)
+    else:
+        render(plan)
+    return EXIT_OK if plan.fits else EXIT_INFEASIBLE
+
+
+MAX_QUERY_LINE_CHARS = 65_536  # bytes of one JSON line of --queries
+
+
+def run_queries(path: str, plan: Callable[..., Any]) -> int:
+    """One plan per JSON-object line of ``path`` ('-' for stdin), one JSON result per line in
+    order; a bad line gives ``{"error", "hint"}`` naming its line number. Exit: the worst line
+    (0 all fit, 1 some infeasible, 2 some bad input, 70 an internal error)."""
+    from rigwise.validate_input import open_text_lines
+
+    worst = EXIT_OK
+    for number, line in open_text_lines(path, "queries file", MAX_QUERY_LINE_CHARS):
+        if line is not None and not line.strip():
+            continue
+        result, code = _query_line(number, line, plan)
+        worst = max(worst, code)
+        click.echo(json.dumps(to_jsonable(result), separators=(",", ":")))
+    return worst
+
+
+def _query_line(number: int, line: str | None, plan: Callable[..., Any]) -> tuple[Any, int]:
+    from rigwise.errors import RigwiseError
+    from rigwise.validate_input import load_json
+
+    where = f"line {number}"
+    try:
+        if line is None:
+            raise ValueError(f"longer than {MAX_QUERY_LINE_CHARS:,} bytes")
+        query = load_json(line, where)
+        if not isinstance(query, dict):
+            raise ValueError("each line must be a JSON object of options")
+        result = to_jsonable(plan(**query))
+    except RigwiseError as exc:
+        message = exc.message if exc.message.startswith(where) else f"{where}: {exc.message}"
+        return {"error": message, "hint": exc.hint}, EXIT_BAD_INPUT
+    except (ValueError, TypeError) as exc:
+        return {"error": f"{where}: {' '.join(str(exc).split())[:300]}", "hint": None}, (
+            EXIT_BAD_INPUT
+        )
+    except Exception as exc:  # a bug on one line must not hide the other lines' answers
+        text = f"{where}: internal error: {type(exc).__name__}: {str(exc)[:200]}"
+        return {"error": text, "hint": DEBUG_HINT}, EXIT_INTERNAL
+    return result, EXIT_OK if result.get("fits", True) else EXIT_INFEASIBLE
 
 
 def console() -> Any:

@@ -99,6 +99,19 @@ def _print_check(data: dict[str, Any]) -> None:
 @click.option("--max-price-age", type=float, default=None, help="Days before a price is stale.")
 @click.option("--today", "today_text", default=None)
 @click.option("--top", type=int, default=10, help="How many options to list.")
+@click.option(
+    "--method",
+    type=click.Choice(["lora", "qlora", "full"]),
+    default=None,
+    help="Fine-tune method (--task finetune; default: LoRA, then QLoRA).",
+)
+@click.option(
+    "--rank",
+    type=click.Choice(["target", "price", "speed", "tco"]),
+    default="target",
+    help="Order: target (clean checks, cheapest that meets the target, then faster), "
+    "price, speed or tco.",
+)
 @click.option("--plot-dir", type=click.Path(file_okay=False), default=None)
 @click.option("--pool-on", default=None, help="Pooled-memory question: the node hardware.")
 @click.option("--nodes", type=int, default=2, help="Nodes in the pool (with --pool-on).")
@@ -140,6 +153,8 @@ def build(model: str, **options: Any) -> int:
         "years",
         "max_price_age",
         "top",
+        "method",
+        "rank",
     )
     result = design_builds(
         model=model, today=today, **{k: options[k] for k in designer_keys if options[k] is not None}
@@ -202,21 +217,51 @@ def _pool(model: str, options: dict[str, Any]) -> int:
     return EXIT_OK if answer.pooled.fits or answer.single.fits else EXIT_INFEASIBLE
 
 
+def _speed_text(opt: dict[str, Any]) -> str:
+    """Decode speed, or the training time; an unknown time is "time unknown", never 0."""
+    if opt["decode_tokens_per_s"] is not None:
+        return f"{opt['decode_tokens_per_s']:,.1f} tok/s"
+    if opt["time_to_train_s"]:
+        from rigwise.units import format_seconds
+
+        return format_seconds(opt["time_to_train_s"])
+    return "time unknown"
+
+
+def _target_text(data: dict[str, Any]) -> str:
+    if data["task"] in ("finetune", "train") and data.get("tokens"):
+        from rigwise.units import format_count, format_seconds
+
+        deadline = data.get("deadline_s")
+        within = f" within {format_seconds(deadline)}" if deadline else ""
+        method = f", {data['method']}" if data.get("method") else ""
+        return f"; target {format_count(data['tokens'])} tokens{within}{method}"
+    if data.get("target_tps"):
+        return f"; target {data['target_tps']:,.1f} tok/s"
+    return ""
+
+
 def _print_design(data: dict[str, Any]) -> None:
     out = console()
-    out.print(f"[bold]{data['model']}[/bold] ({data['task']}): {len(data['options'])} option(s)")
+    out.print(
+        f"[bold]{data['model']}[/bold] ({data['task']}): {len(data['options'])} option(s), "
+        f"ranked by {data.get('rank', 'target')}{_target_text(data)}"
+    )
     for i, opt in enumerate(data["options"], start=1):
-        speed = (
-            f"{opt['decode_tokens_per_s']:.1f} tok/s"
-            if opt["decode_tokens_per_s"] is not None
-            else f"{(opt['time_to_train_s'] or 0) / 86400:.1f} d"
-        )
+        speed = _speed_text(opt)
         nodes = f" x{opt['nodes']} nodes over {opt['network']}" if opt["nodes"] > 1 else ""
         how = " ".join(filter(None, (opt["engine"], opt["quant"], opt["split"]))) or "-"
         out.print(
-            f"{i}. {opt['kind']:13} {opt['on']}{nodes} ({how}): {speed}, buy "
-            f"{_usd(opt['purchase_usd'])}, TCO {_usd(opt['tco_usd'])}, "
-            f"{opt['power_watts_load']:.0f} W load, checks {opt['checks']['verdict']}"
+            f"{i}. {opt['kind']:13} {opt['on']}{nodes} ({how}): {speed}, "
+            + (
+                f"rent ${opt['rent_usd_per_hour']:,.2f}/h"
+                if opt["kind"] == "rent"
+                else f"buy {_usd(opt['purchase_usd'])}"
+            )
+            + f", TCO {_usd(opt['tco_usd'])}"
+            + (f" ({opt['tco_period']})" if opt.get("tco_period") else "")
+            + (f", {opt['power_watts_load']:,.0f} W load" if opt["kind"] != "rent" else "")
+            + f", checks {opt['checks']['verdict']}"
             + (f", {opt['stale_prices']} stale price(s)" if opt["stale_prices"] else "")
         )
     if data["rejected"]:

@@ -9,36 +9,20 @@ JSON (documented in catalog/SCHEMA.md, "JSON keys of a device"): ``gpu`` prints 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 
 from rigwise.api.gpus import SORT_KEYS, sort_devices, value_metrics
 from rigwise.cli._common import EXIT_BAD_INPUT, console, fail, print_json
-from rigwise.errors import RigwiseError
 from rigwise.hardware import Accelerator, Resolution, accelerators, resolve_accelerator
 from rigwise.units import TB, GiB, format_memory, format_rate, parse_bytes
 
-F = TypeVar("F", bound=Callable[..., Any])
 TERA = 1e12
 
 
 def device_json(acc: Accelerator) -> dict[str, Any]:
     return {**acc.to_dict(), "value": value_metrics(acc)}
-
-
-def guarded(command: F) -> F:
-    """Map rigwise errors to a message and exit code 2, also under click's test runner."""
-
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return command(*args, **kwargs)
-        except RigwiseError as exc:
-            fail(str(exc), EXIT_BAD_INPUT)
-
-    wrapper.__name__ = command.__name__
-    wrapper.__doc__ = command.__doc__
-    return wrapper  # type: ignore[return-value]
 
 
 # --- formatting -----------------------------------------------------------------------------------
@@ -216,7 +200,6 @@ def select(
 @click.option("--max-price", type=float, default=None, help="USD; street price, else launch price.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @click.pass_context
-@guarded
 def gpus(
     ctx: click.Context,
     sort: str,
@@ -246,7 +229,6 @@ def _resolve_all(names: Iterable[str]) -> list[Resolution]:
 @click.argument("names", nargs=-1, required=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @click.option("--source", "show_source", is_flag=True, help="Add each device's sources.")
-@guarded
 def compare(names: tuple[str, ...], as_json: bool, show_source: bool) -> None:
     """Side by side: rows are fields, columns are devices (e.g. "RTX 3090" "RTX 4090" "M3 Max")."""
     resolved = _resolve_all(names)
@@ -262,7 +244,6 @@ def compare(names: tuple[str, ...], as_json: bool, show_source: bool) -> None:
 @click.command("gpu")
 @click.argument("name")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-@guarded
 def gpu(name: str, as_json: bool) -> None:
     """One accelerator with every field and its sources."""
     resolution = resolve_accelerator(name)

@@ -4,21 +4,19 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import sys
 from typing import Any
 
 import click
 
 from rigwise.cli._common import (
     EXIT_BAD_INPUT,
-    EXIT_INFEASIBLE,
-    EXIT_OK,
     apply_rig,
     console,
     fail,
-    print_json,
+    finish,
     rig_option,
 )
+from rigwise.cli._common import run_queries as shared_run_queries
 
 
 def _options(**kwargs: Any) -> dict[str, Any]:
@@ -47,23 +45,8 @@ def _calibration(on: str | None) -> dict[str, float]:
 def run_queries(path: str) -> int:
     """One plan per JSON line of ``path`` ('-' for stdin); one JSON result per line, in order."""
     from rigwise.api.infer import plan_inference
-    from rigwise.cli._common import to_jsonable
-    from rigwise.errors import RigwiseError
 
-    handle = sys.stdin if path == "-" else open(path, encoding="utf-8")  # noqa: SIM115
-    with handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                query = json.loads(line)
-                if not isinstance(query, dict):
-                    raise ValueError("each line must be a JSON object")
-                result: Any = plan_inference(**query).to_dict()
-            except (RigwiseError, ValueError, TypeError) as exc:
-                result = {"error": f"line {number}: {exc}"}
-            click.echo(json.dumps(to_jsonable(result), separators=(",", ":")))
-    return EXIT_OK
+    return shared_run_queries(path, plan_inference)
 
 
 @click.command("infer")
@@ -75,9 +58,11 @@ def run_queries(path: str) -> int:
 @rig_option
 @click.option("--quant", help="Weights: Q4_K_M, Q8_0, F16, BF16, FP8, AWQ-4bit-g128, NF4, MXFP4...")
 @click.option("--kv-quant", help="KV cache dtype: f16, bf16, fp8, q8_0, q4_0.")
-@click.option("--prompt", help="Prompt tokens (default 512).")
+@click.option("--prompt", help="Prompt tokens (default 512), or 'max': the longest that fits.")
 @click.option("--gen", help="Generated tokens (default 128).")
-@click.option("--context", help="Context to reserve (default prompt + gen).")
+@click.option(
+    "--context", help="Context to reserve (default prompt + gen), or 'max': the largest that fits."
+)
 @click.option("--concurrency", help="Concurrent requests, or 'max' (default 1).")
 @click.option("--engine", help="llama.cpp, vllm, sglang, tensorrt-llm, transformers, mlx, ollama.")
 @click.option("--offload", type=click.Choice(["auto", "none"]), help="CPU offload of weights.")
@@ -85,7 +70,21 @@ def run_queries(path: str) -> int:
 @click.option("--split", type=click.Choice(["layer", "tensor"]), help="How devices share it.")
 @click.option("--tp", type=int, help="Tensor-parallel size.")
 @click.option("--pp", type=int, help="Pipeline stages.")
+@click.option("--dp", type=int, help="Replicas of the tp x pp layout (data parallel serving).")
+@click.option("--ep", type=int, help="Expert-parallel ranks inside --tp (MoE models).")
+@click.option("--attention-dp", type=int, help="Attention data-parallel ranks inside --tp.")
+@click.option("--max-batch", type=int, help="Running sequences per replica (engine default).")
+@click.option(
+    "--disagg",
+    help='Disaggregated prefill/decode as JSON: \'{"prefill": {"tp": 8, "workers": 1}, '
+    '"decode": {"tp": 8, "workers": 1}}\' (keys tp, pp, ep, attention_dp, workers, max_batch).',
+)
 @click.option("--latency-budget", help="Per-token / first-token budget, e.g. 200ms.")
+@click.option(
+    "--power-limit",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Board power cap per device in watts (nvidia-smi -pl): speed kept and J/token.",
+)
 @click.option("--calibrated", is_flag=True, help="Use factors measured by `rigwise bench`.")
 @click.option("--no-levers", is_flag=True, help="Skip the levers (faster).")
 @click.option("--queries", type=click.Path(allow_dash=True), help="JSONL file of plans to run.")
@@ -105,23 +104,35 @@ def infer(
         fail("Give a MODEL (name, config.json or .gguf), or --queries FILE.jsonl.")
     from rigwise.api.infer import plan_inference
 
+    if kwargs.get("disagg"):
+        try:
+            kwargs["disagg"] = json.loads(kwargs["disagg"])
+        except json.JSONDecodeError as exc:
+            fail(f"--disagg {kwargs['disagg']!r} is not JSON ({exc.msg}).")
     options = _options(model=model, **apply_rig(kwargs))
     if calibrated:
         options["calibration"] = _calibration(options.get("on"))
     if no_levers:
         options["levers"] = False
-    plan = plan_inference(**options)
-    if as_json:
-        print_json(plan)
-    else:
-        render(plan)
-    if not plan.fits:
-        raise SystemExit(EXIT_INFEASIBLE)
-    return EXIT_OK
+    return finish(plan_inference(**options), as_json, render)
 
 
 def _rate(value: float | None) -> str:
     return "-" if value is None else f"{value:,.1f} tok/s"
+
+
+def _latency_line(latency: dict[str, Any]) -> str:
+    from rigwise.units import format_seconds
+
+    def verdict(ok: bool) -> str:
+        return "[green]met[/]" if ok else "[red]missed[/]"
+
+    return (
+        f"latency budget {format_seconds(latency['budget_s'])}: first token "
+        f"{format_seconds(latency['ttft_s'])} ({verdict(latency['ttft_meets_budget'])}), "
+        f"per token {format_seconds(latency['seconds_per_token'])} "
+        f"({verdict(latency['token_meets_budget'])})"
+    )
 
 
 def render(plan: Any) -> None:
@@ -152,12 +163,24 @@ def render(plan: Any) -> None:
             f"time to first token {format_seconds(plan.prefill.seconds)}"
         )
         out.print(f"decode  {_rate(plan.decode.tokens_per_s)} ({plan.decode.bound})")
-    if plan.serving and plan.serving.concurrency > 1:
+    if plan.serving and (plan.serving.concurrency > 1 or plan.serving.replicas > 1):
         s = plan.serving
         out.print(
-            f"serving {s.concurrency} requests: {_rate(s.aggregate_tokens_per_s)} in total, "
-            f"{_rate(s.per_user_tokens_per_s)} each, TTFT {format_seconds(s.ttft_s)}; "
-            f"KV cache holds {s.max_concurrency} at this length"
+            f"serving {s.concurrency} requests: {s.running_batch} running per replica "
+            f"(x{s.replicas}), {s.queued} queued; {_rate(s.aggregate_tokens_per_s)} in total, "
+            f"{_rate(s.tokens_per_s_per_gpu)} per GPU, {_rate(s.per_user_tokens_per_s)} per user; "
+            f"TTFT {format_seconds(s.ttft_s)}, TPOT {format_seconds(s.tpot_s)}"
+        )
+        if s.reason:
+            out.print(f"  {s.reason}")
+    if plan.latency:
+        out.print(_latency_line(plan.latency))
+    if plan.power:
+        p = plan.power
+        out.print(
+            f"at {p['limit_watts']:.0f} W: {p['drawn_watts']:.0f} W drawn, compute "
+            f"{p['compute_relative_throughput']:.0%} of stock, "
+            f"{p['decode_joules_per_token']:.2f} J/token decode"
         )
     for note in plan.notes:
         out.print(f"note: {note}")

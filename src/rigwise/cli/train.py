@@ -2,20 +2,11 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import click
 
-from rigwise.cli._common import (
-    EXIT_BAD_INPUT,
-    EXIT_INFEASIBLE,
-    EXIT_OK,
-    apply_rig,
-    print_json,
-    rig_option,
-)
+from rigwise.cli._common import apply_rig, finish, rig_option, run_queries
 
 _LAYOUT_INTS = ("tp", "pp", "dp", "cp", "ep", "vpp")
 
@@ -38,18 +29,43 @@ def _options(func: Any) -> Any:
             show_default=True,
         ),
         click.option(
+            "--framework",
+            help="Take a framework's defaults (explicit flags win): torchtune, unsloth, "
+            "hf-trainer, axolotl, litgpt, deepspeed, megatron, nemo, torchtitan.",
+        ),
+        click.option(
             "--precision",
             type=click.Choice(["bf16", "fp16", "fp8"]),
-            default="bf16",
-            show_default=True,
+            help="GEMM precision (default bf16).",
+        ),
+        click.option(
+            "--pure-bf16/--mixed-precision",
+            default=None,
+            help="bf16 weights, gradients and optimizer state without fp32 master weights "
+            "(torchtune, LitGPT bf16-true), or mixed precision (default).",
         ),
         click.option(
             "--optimizer",
             type=click.Choice(["adamw", "adamw-8bit", "sgd", "adafactor"]),
-            default="adamw",
-            show_default=True,
+            help="Optimizer (default adamw).",
         ),
-        click.option("--seq", default="2048", show_default=True, help="Sequence length (tokens)."),
+        click.option(
+            "--optimizer-in-backward/--no-optimizer-in-backward",
+            default=None,
+            help="Step each parameter in its gradient hook: no full set of gradients "
+            "(torchtune optimizer_in_bwd).",
+        ),
+        click.option(
+            "--paged-optimizer/--no-paged-optimizer",
+            default=None,
+            help="Optimizer state paged to host memory under pressure (default: on for qlora).",
+        ),
+        click.option(
+            "--seq",
+            default="2048",
+            show_default=True,
+            help="Sequence length (tokens), or 'max' for the longest that fits.",
+        ),
         click.option("--global-batch", help="Sequences per optimizer step."),
         click.option("--micro-batch", type=int, help="Sequences per microbatch per replica."),
         click.option("--tokens", help="Tokens to train on (e.g. 2T)."),
@@ -68,32 +84,75 @@ def _options(func: Any) -> Any:
             help="Megatron sequence parallelism.",
         ),
         click.option("--zero", type=click.IntRange(0, 3), help="ZeRO stage (3 = FSDP)."),
-        click.option("--recompute", type=click.Choice(["none", "selective", "full"])),
+        click.option(
+            "--recompute",
+            type=click.Choice(["none", "selective", "full"]),
+            help="Activation recompute (default none; full for lora/qlora).",
+        ),
+        click.option(
+            "--selective-policy",
+            type=click.Choice(["attention", "op"]),
+            help="What selective recompute redoes: the attention core (Megatron, default) "
+            "or every second matmul (torchtitan per-op SAC).",
+        ),
+        click.option(
+            "--activation-offload/--no-activation-offload",
+            default=None,
+            help="Keep checkpointed activations in host memory (Unsloth offloaded gradient "
+            "checkpointing).",
+        ),
+        click.option(
+            "--chunked-loss/--no-chunked-loss",
+            default=None,
+            help="Cross-entropy over chunks: the fp32 logits are never all alive.",
+        ),
         click.option(
             "--offload",
             type=click.Choice(["none", "optimizer", "params"]),
-            default="none",
-            show_default=True,
+            help="ZeRO-Offload of the optimizer (and parameters) to the host (default none).",
         ),
-        click.option("--lora-rank", type=int, default=16, show_default=True),
-        click.option("--flash-attention/--no-flash-attention", default=True, show_default=True),
+        click.option("--lora-rank", type=int, help="LoRA rank (default 16)."),
+        click.option(
+            "--lora-targets",
+            help="Comma-separated LoRA targets of q,k,v,o,gate,up,down (default all).",
+        ),
+        click.option(
+            "--flash-attention/--no-flash-attention",
+            default=None,
+            help="Fused attention (default on).",
+        ),
         click.option(
             "--compile/--eager",
-            default=True,
-            show_default=True,
-            help="Fused elementwise kernels (torch.compile, Megatron) or eager PyTorch.",
+            default=None,
+            help="Fused elementwise kernels (torch.compile, Megatron; default) or eager PyTorch.",
         ),
         click.option(
             "--float8-scaling",
             type=click.Choice(["tensorwise", "rowwise"]),
-            default="tensorwise",
-            show_default=True,
-            help="Float8 scales with --precision fp8 (torchao recipes; rowwise is slower).",
+            help="Float8 scales with --precision fp8 (torchao recipes; rowwise is slower; "
+            "default tensorwise).",
         ),
         click.option(
             "--async-tp",
             is_flag=True,
+            default=None,
             help="Overlap tensor-parallel collectives with the matmuls (AsyncTP).",
+        ),
+        click.option(
+            "--tp-comm-overlap",
+            is_flag=True,
+            default=None,
+            help="Overlap tensor-parallel communication with GEMMs (Transformer Engine).",
+        ),
+        click.option(
+            "--overlap-grad-reduce/--no-overlap-grad-reduce",
+            default=None,
+            help="Overlap the data-parallel gradient reduction with the backward (default on).",
+        ),
+        click.option(
+            "--dropout/--no-dropout",
+            default=None,
+            help="Dropout masks (default: on for GPT-style models, off for Llama-style).",
         ),
         click.option(
             "--search", is_flag=True, help="Find the best layout (fixed flags stay fixed)."
@@ -108,6 +167,17 @@ def _options(func: Any) -> Any:
             show_default=True,
         ),
         click.option(
+            "--allow-fewer-gpus",
+            is_flag=True,
+            default=None,
+            help="Let --objective cost/energy leave some of the GPUs idle.",
+        ),
+        click.option(
+            "--goodput",
+            type=click.FloatRange(0.0, 1.0, min_open=True),
+            help="Share of wall-clock time that trains (default 0.9, Llama 3 paper).",
+        ),
+        click.option(
             "--price", type=float, help="USD per GPU-hour (default: catalog rental price)."
         ),
         click.option(
@@ -115,8 +185,8 @@ def _options(func: Any) -> Any:
         ),
         click.option(
             "--queries",
-            type=click.Path(exists=True, dir_okay=False),
-            help="JSONL of option objects; one result per line.",
+            type=click.Path(allow_dash=True),
+            help="JSONL of option objects ('-' for stdin); one result per line.",
         ),
         click.option("--json", "as_json", is_flag=True, help="Print the result as JSON."),
     ]
@@ -134,38 +204,13 @@ def train(model: str | None, queries: str | None, as_json: bool, **options: Any)
     from rigwise.api.train import plan_training
 
     if queries:
-        return _run_queries(Path(queries))
+        return run_queries(queries, plan_training)
     if not model:
         raise click.UsageError("Give a MODEL (e.g. llama-3.1-8b) or --queries FILE.jsonl.")
     given = {key: value for key, value in apply_rig(options).items() if value is not None}
-    plan = plan_training(model=model, **given)
-    if as_json:
-        print_json(plan)
-    else:
-        _render(plan)
-    return EXIT_OK if plan.fits else EXIT_INFEASIBLE
-
-
-def _run_queries(path: Path) -> int:
-    from rigwise.api.train import plan_training
-    from rigwise.errors import RigwiseError
-    from rigwise.serialize import to_jsonable
-
-    worst = EXIT_OK
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            query = json.loads(line)
-            if not isinstance(query, dict):
-                raise ValueError("each line must be a JSON object of options")
-            result: Any = to_jsonable(plan_training(**query))
-            worst = max(worst, EXIT_OK if result["fits"] else EXIT_INFEASIBLE)
-        except (RigwiseError, ValueError, TypeError) as exc:
-            result = {"error": f"line {number}: {exc}"}
-            worst = EXIT_BAD_INPUT
-        click.echo(json.dumps(result))
-    return worst
+    if "lora_targets" in given:
+        given["lora_targets"] = tuple(t.strip() for t in given["lora_targets"].split(",") if t)
+    return finish(plan_training(model=model, **given), as_json, _render)
 
 
 def _render(plan: Any) -> None:
@@ -205,11 +250,12 @@ def _render(plan: Any) -> None:
             f"{plan.model_tflops_per_gpu:.0f} TFLOP/s per GPU, "
             f"MFU {plan.mfu:.1%}, HFU {plan.hfu:.1%}"
         )
-    if plan.time_to_train_s is not None:
+    if plan.fits and plan.time_to_train_s is not None:
         cost = f", ${plan.cost_usd:,.0f}" if plan.cost_usd is not None else ""
         echo(
             f"to train: {format_seconds(plan.time_to_train_s)}, {plan.gpu_hours:,.0f} GPU-hours, "
-            f"{plan.energy_kwh:,.0f} kWh{cost}"
+            f"{plan.energy_kwh:,.1f} kWh{cost} (goodput {plan.goodput:.0%}, "
+            f"{plan.power_watts_per_gpu:.0f} W per GPU)"
         )
     if plan.search is not None:
         s = plan.search

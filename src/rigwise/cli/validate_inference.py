@@ -12,12 +12,17 @@ from rigwise.cli._common import console, print_json
 @click.command("inference")
 @click.argument("directory", required=False, type=click.Path(file_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print statistics and every row as JSON.")
-@click.option("--plot-dir", type=click.Path(file_okay=False), help="Write HTML + PNG plots here.")
+@click.option(
+    "--plot-dir",
+    type=click.Path(file_okay=False),
+    help="Write HTML + PNG plots here (one for independent rows, one for fit rows).",
+)
 def command(directory: str | None, as_json: bool, plot_dir: str | None) -> None:
     """Per-source error of decode, prefill and serving predictions; coverage; fit checks.
 
     DIRECTORY defaults to the measurements packaged with rigwise (copied from published
-    benchmarks, sources kept); files named holdout_* were not used for fitting.
+    benchmarks, sources kept). Every row states its role: fit (it set an efficiency factor,
+    named in fit_factor) or independent (never used to fit); the two are reported apart.
     """
     from rigwise.validation.inference import validate_inference
 
@@ -29,14 +34,18 @@ def command(directory: str | None, as_json: bool, plot_dir: str | None) -> None:
         return
     from rich.table import Table
 
-    table = Table("source", "metric", "rows", "median |err|", "p90 |err|", "bias")
-    for s in result.stats:
-        table.add_row(
-            s.source, s.metric, str(s.rows), f"{s.median_abs_error_pct:.1f}%",
-            f"{s.p90_abs_error_pct:.1f}%", f"{s.median_error_pct:+.1f}%",
-        )  # fmt: skip
     out = console()
-    out.print(table)
+    for role, title in (
+        ("independent", "independent rows (never used to fit a factor: the headline figures)"),
+        ("fit", "fit rows (they set an efficiency factor: in-sample, not a check)"),
+    ):
+        table = Table("source", "metric", "rows", "median |err|", "p90 |err|", "bias", title=title)
+        for s in (s for s in result.stats if s.role == role):
+            table.add_row(
+                s.source, s.metric, str(s.rows), f"{s.median_abs_error_pct:.1f}%",
+                f"{s.p90_abs_error_pct:.1f}%", f"{s.median_error_pct:+.1f}%",
+            )  # fmt: skip
+        out.print(table)
     cov = result.coverage
     out.print(f"coverage: {cov.rows_predicted}/{cov.rows_total} rows ({cov.fraction:.0%})")
     for reason, count in cov.skipped.items():

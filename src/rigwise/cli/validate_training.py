@@ -3,23 +3,32 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
 from rigwise.cli._common import EXIT_OK, print_json
 
+ROLE_HEADINGS = {
+    "independent": "independent rows (never used to fit a factor: the headline figures)",
+    "fit": "fit rows (they set an efficiency factor: in-sample, not a check)",
+    "formula": "formula checks (closed-form values from a paper, not measurements: not validation)",
+}
+
 
 @click.command(name="training")
 @click.argument("directory", required=False, type=click.Path(exists=True, file_okay=False))
 @click.option(
-    "--plot-dir", type=click.Path(file_okay=False), help="Write predicted-vs-measured plots here."
+    "--plot-dir",
+    type=click.Path(file_okay=False),
+    help="Write predicted-vs-measured plots here (one for independent rows, one for fit rows).",
 )
-@click.option("--rows", is_flag=True, help="Also list every row with its error.")
+@click.option("--rows", is_flag=True, help="Also list every row with its role and error.")
 @click.option("--json", "as_json", is_flag=True, help="Print statistics and rows as JSON.")
 def command(directory: str | None, plot_dir: str | None, rows: bool, as_json: bool) -> int:
     """Per-source error statistics of step time, throughput and memory over the published
     training runs rigwise keeps (Megatron-LM, Korthikanti, torchtitan, llm-foundry, holdout),
-    or over the CSVs in DIRECTORY."""
+    or over the CSVs in DIRECTORY, with fit and independent rows reported apart."""
     from rigwise.validation.training import validate_training
 
     result = validate_training(directory)
@@ -28,26 +37,42 @@ def command(directory: str | None, plot_dir: str | None, rows: bool, as_json: bo
         from rigwise.validation.stats import write_plots
 
         plots = write_plots(list(result.comparisons), Path(plot_dir), "training")
+    data = result.to_dict()
     if as_json:
-        data = result.to_dict()
         data["plots"] = [str(p) for p in plots]
         print_json(data)
         return EXIT_OK
-    click.echo(
-        f"{'source':40} {'metric':24} {'rows':>4} {'median':>7} {'mean':>7} {'p90':>7} {'bias':>7}"
-    )
-    for entry in result.to_dict()["stats"]:
+    _print_stats(data["stats"])
+    for tool in data["tool_comparisons"]:
         click.echo(
-            f"{entry['source']:40} {entry['metric']:24} {entry['rows']:>4} "
-            f"{entry['median_abs_error_pct']:6.1f}% {entry['mean_abs_error_pct']:6.1f}% "
-            f"{entry['p90_abs_error_pct']:6.1f}% {entry['median_error_pct']:+6.1f}%"
+            f"\nlike-for-like vs {tool['tool']} on the same {tool['rigwise_rows']} rows of "
+            f"{tool['source']} ({'/'.join(tool['roles'])} rows): rigwise "
+            f"{tool['rigwise_mean_abs_error_pct']:.2f}% mean |err|, {tool['tool']} "
+            f"{tool['tool_mean_abs_error_pct']:.2f}%"
         )
     if rows:
         for c in result.comparisons:
             click.echo(
-                f"  {c.source[:28]:28} {c.label[:60]:60} {c.measured:10.4g} "
+                f"  {c.role[:4]:4} {c.source[:28]:28} {c.label[:56]:56} {c.measured:10.4g} "
                 f"{c.predicted:10.4g} {c.error_pct:+6.1f}%"
             )
     for path in plots:
         click.echo(f"plot: {path}")
     return EXIT_OK
+
+
+def _print_stats(stats: list[dict[str, Any]]) -> None:
+    role = None
+    for entry in stats:
+        if entry["role"] != role:
+            role = entry["role"]
+            click.echo(f"\n{ROLE_HEADINGS.get(role, role)}")
+            click.echo(
+                f"{'source':40} {'metric':24} {'rows':>4} {'median':>7} {'mean':>7} "
+                f"{'p90':>7} {'bias':>7}"
+            )
+        click.echo(
+            f"{entry['source']:40} {entry['metric']:24} {entry['rows']:>4} "
+            f"{entry['median_abs_error_pct']:6.1f}% {entry['mean_abs_error_pct']:6.1f}% "
+            f"{entry['p90_abs_error_pct']:6.1f}% {entry['median_error_pct']:+6.1f}%"
+        )

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rigwise.design.designer import Design, DesignRequest, design
-from rigwise.errors import InputError
+from rigwise.errors import InputError, validation_message
 from rigwise.units import parse_count, parse_seconds
 
 
@@ -40,16 +40,47 @@ class BuildOptions(BaseModel):
     max_price_age: float | None = Field(None, gt=0, description="days before a price is stale")
     today: dt.date | None = None
     top: int = Field(10, ge=1, le=200)
+    method: Literal["lora", "qlora", "full"] | None = Field(
+        None, description="finetune method (default: LoRA, then QLoRA)"
+    )
+    rank: Literal["target", "price", "speed", "tco"] = Field(
+        "target", description="target: clean, cheapest that meets the target, then faster"
+    )
+
+
+def training_target(opts: BuildOptions) -> tuple[float | None, float | None]:
+    """(tokens, deadline seconds) a finetune/train build is timed and judged on: the user's, else
+    the defaults of parts/build_rules.csv (a train run: Chinchilla's 20 tokens per parameter)."""
+    tokens = parse_count(opts.tokens) if opts.tokens else None
+    deadline = parse_seconds(opts.deadline) if opts.deadline else None
+    if opts.task not in ("finetune", "train"):
+        return tokens, deadline
+    from rigwise.design.parts import rule
+
+    if tokens is None:
+        if opts.task == "finetune":
+            tokens = rule("finetune_tokens_default")
+        else:
+            from rigwise.models import load_model
+
+            per_param = rule("train_tokens_per_param_default")
+            tokens = per_param * load_model(opts.model).params_total
+    if deadline is None:
+        deadline = rule(f"{opts.task}_deadline_days_default") * 86400
+    return tokens, deadline
 
 
 def design_request(opts: BuildOptions) -> DesignRequest:
+    tokens, deadline = training_target(opts)
     return DesignRequest(
         model=opts.model,
         task=opts.task,
         target_tps=opts.target_tps,
         concurrency=opts.concurrency,
-        deadline_s=parse_seconds(opts.deadline) if opts.deadline else None,
-        tokens=parse_count(opts.tokens) if opts.tokens else None,
+        deadline_s=deadline,
+        tokens=tokens,
+        method=opts.method,
+        rank=opts.rank,
         budget_usd=opts.budget,
         power_limit_watts=opts.power_limit,
         used=not opts.new,
@@ -70,8 +101,7 @@ def design_builds(**options: Any) -> Design:
     try:
         opts = BuildOptions(**options)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'input'}: {e['msg']}" for e in exc.errors()
-        )
-        raise InputError(f"Bad build options: {problems}.") from exc
+        raise InputError(
+            validation_message(exc, "Bad build options"), hint="See `rigwise build --help`."
+        ) from None
     return design(design_request(opts))

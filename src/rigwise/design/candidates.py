@@ -109,14 +109,24 @@ class Format:
     engine: str | None = None
     quant: str | None = None
     split: str | None = None
+    method: str | None = None  # training planner method (finetune/train rows)
 
 
 @functools.cache
-def formats_for(task: str) -> tuple[Format, ...]:
+def formats_for(task: str, method: str | None = None) -> tuple[Format, ...]:
+    """The task's rows, best quality first; ``method`` keeps only its rows (without it, full
+    fine-tunes are left out: a fine-tune on one box means LoRA or QLoRA)."""
     rows = [r for r in read_csv("parts/designer_formats.csv") if r["task"] == task]
+    if method is not None:
+        rows = [r for r in rows if r.get("method") == method]
+    elif task == "finetune":
+        rows = [r for r in rows if r.get("method") != "full"]
     rows.sort(key=lambda r: -float(r["quality_rank"]))
-    found = tuple(Format(r["engine"] or None, r["quant"] or None, r["split"] or None) for r in rows)
-    return found or (Format(),)
+    found = tuple(
+        Format(r["engine"] or None, r["quant"] or None, r["split"] or None, r.get("method") or None)
+        for r in rows
+    )
+    return found or (Format(method=method),)
 
 
 def _target_met(request: DesignRequest, estimate: Estimate) -> bool:
@@ -154,7 +164,7 @@ def evaluate_formats(
     """(format, estimate): best quality meeting the target, else the fastest that fits.
     ``weights_of(quant)`` (the model's weight bytes), when known, skips hopeless formats."""
     fitting: list[tuple[Format, Estimate]] = []
-    for fmt in formats_for(request.task):
+    for fmt in formats_for(request.task, request.method):
         if fmt.split == "tensor" and cand.count == 1:
             continue
         if not _weights_can_fit(weights_of, fmt.quant, cand):
@@ -170,6 +180,7 @@ def evaluate_formats(
             split=fmt.split,
             concurrency=request.concurrency,
             tokens=request.tokens,
+            method=fmt.method,
         )
         if not estimate.fits:
             continue

@@ -1,5 +1,5 @@
 """The designer behind ``rigwise build``: generate candidate builds -> estimate each with the
-planners -> keep the Pareto frontier of cost against speed -> ranked options.
+planners -> rank by the user's objective (rank_options; the Pareto frontier of cost against speed
 
 Candidates: one box with 1..8 GPUs of each catalog GPU, several such boxes over a network,
 Apple unified-memory machines, and renting GPUs by the hour. Each is estimated by the planners
@@ -19,7 +19,16 @@ from rigwise.design.options import BuildOption, DesignRequest, build_option
 from rigwise.design.planner import Planner, rigwise_planner
 from rigwise.hardware import Accelerator
 
-__all__ = ["BuildOption", "Design", "DesignRequest", "design", "pareto_frontier"]
+__all__ = [
+    "RANKS",
+    "BuildOption",
+    "Design",
+    "DesignRequest",
+    "design",
+    "pareto_frontier",
+    "price_usd",
+    "rank_options",
+]
 
 
 @dataclass(frozen=True)
@@ -40,6 +49,10 @@ class Design:
             "target_tps": req.target_tps,
             "budget_usd": req.budget_usd,
             "used": req.used,
+            "rank": req.rank,
+            "method": req.method,
+            "tokens": req.tokens,
+            "deadline_s": req.deadline_s,
             "options": [o.to_dict() for o in self.options],
             "rejected": dict(sorted(self.rejected.items(), key=lambda kv: -kv[1])),
             "rejected_examples": self.rejected_examples,
@@ -48,14 +61,53 @@ class Design:
         }
 
 
-def _spread(frontier: tuple[BuildOption, ...], top: int) -> tuple[BuildOption, ...]:
-    """At most ``top`` frontier options evenly spaced from the cheapest to the fastest."""
-    if len(frontier) <= top:
-        return frontier
-    if top <= 1:
-        return frontier[:top]
-    step = (len(frontier) - 1) / (top - 1)
-    return tuple(frontier[round(i * step)] for i in range(top))
+RANKS = ("target", "price", "speed", "tco")
+_CHECK_PENALTY = {"ok": 0, "warnings": 1}  # anything else (fail) ranks after both
+
+
+def price_usd(option: BuildOption) -> float:
+    """What the option costs up front: the purchase, or for renting the rent over the period."""
+    return option.tco_usd if option.kind == "rent" else option.purchase_usd
+
+
+def _bucket(price: float, fraction: float) -> int:
+    """Prices within ``fraction`` of each other share a bucket (log scale)."""
+    return math.floor(math.log(max(price, 1.0)) / math.log1p(fraction))
+
+
+def rank_options(options: Sequence[BuildOption], rank: str = "target") -> list[BuildOption]:
+    """Options ranked by the user's objective.
+
+    ``target`` (default; every option already meets the target): builds to buy first, rented
+    GPUs after them (the alternative to buying, not a build); within each, clean checks first
+    (warnings cost rank, failures more), then the cheapest (prices within
+    rank_price_bucket_fraction count as equal), then the faster. ``price``: cheapest, then
+    faster. ``speed``: fastest, then cheaper. ``tco``: lowest total cost of ownership, then
+    faster.
+    """
+    if rank not in RANKS:
+        from rigwise.errors import UnknownNameError, closest
+
+        raise UnknownNameError("rank", rank, closest(rank, RANKS))
+    if rank == "speed":
+        return sorted(options, key=lambda o: (-o.speed, price_usd(o)))
+    if rank == "tco":
+        return sorted(options, key=lambda o: (o.tco_usd, -o.speed))
+    if rank == "price":
+        return sorted(options, key=lambda o: (price_usd(o), -o.speed))
+    from rigwise.design.parts import rule
+
+    fraction = rule("rank_price_bucket_fraction")
+    return sorted(
+        options,
+        key=lambda o: (
+            o.kind == "rent",
+            _CHECK_PENALTY.get(str(o.checks.get("verdict")), 2),
+            _bucket(price_usd(o), fraction),
+            -o.speed,
+            price_usd(o),
+        ),
+    )
 
 
 def pareto_frontier(options: Sequence[BuildOption]) -> tuple[BuildOption, ...]:
@@ -108,10 +160,7 @@ def design(
             continue
         options.append(option)
     frontier = pareto_frontier(options)
-    shown = _spread(frontier, request.top)
-    on_frontier = {id(o) for o in shown}
-    rest = sorted((o for o in options if id(o) not in on_frontier), key=lambda o: o.tco_usd)
-    ranked = list(shown) + rest
+    ranked = rank_options(options, request.rank)
     notes = _notes(request, ranked[: request.top])
     return Design(
         request,
@@ -135,7 +184,9 @@ def _example(
     if decode is not None:
         speed = f"{decode:.1f} tok/s"
     else:
-        speed = f"{(train_s or 0) / 86400:.1f} d" if train_s else "-"
+        from rigwise.units import format_seconds
+
+        speed = format_seconds(train_s) if train_s else "time unknown"
     return f"{_label(cand)} ({quant or 'default'}: {speed})"
 
 

@@ -42,6 +42,8 @@ class DesignRequest:
     max_price_age_days: float | None = None
     today: dt.date | None = None
     top: int = 10
+    method: str | None = None  # finetune: lora | qlora | full (None: LoRA, then QLoRA)
+    rank: str = "target"  # target | price | speed | tco (designer.rank_options)
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,7 @@ class BuildOption:
     power_limit: dict[str, Any] | None
     checks: dict[str, Any]
     stale_prices: int
+    tco_period: str = ""  # what the TCO covers: "3 years at 8 h/day", "one 14.1 h job"
 
     @property
     def speed(self) -> float:
@@ -95,6 +98,7 @@ class BuildOption:
             "power_limit": self.power_limit,
             "checks": self.checks,
             "stale_prices": self.stale_prices,
+            "tco_period": self.tco_period,
         }
 
 
@@ -137,8 +141,18 @@ def build_option(
     if cand.kind == "rent":
         return _rent_option(cand, fmt, decode, train_s, settings), ""
     if cand.kind == "apple":
-        return _apple_option(request, cand, fmt, decode, settings, today), ""
-    return _box_option(request, cand, fmt, decode, train_s, settings, today)
+        option = _apple_option(request, cand, fmt, decode, settings, today)
+        option = replace(option, time_to_train_s=train_s) if option else None
+    else:
+        option, why = _box_option(request, cand, fmt, decode, train_s, settings, today)
+        if option is None:
+            return None, why
+    return (replace(option, tco_period=_period(settings)) if option else None), ""
+
+
+def _period(settings: tuple[float, float, float, float]) -> str:
+    hours, years, _, _ = settings
+    return f"{years:g} years at {hours:g} h/day"
 
 
 def _rent_option(
@@ -148,11 +162,17 @@ def _rent_option(
     train_s: float | None,
     settings: tuple[float, float, float, float],
 ) -> BuildOption:
-    """Renting the same GPUs for the same hours a day over the same years."""
+    """Renting the same GPUs: for the training job's hours (finetune/train), else for the same
+    hours a day over the same years as a bought build."""
     hours, years, _, _ = settings
     gpus = cand.count * cand.nodes
     rent = (cand.gpu.rental_usd_per_hour or 0.0) * gpus
-    tco = rent * hours * 365 * years
+    if train_s:
+        from rigwise.units import format_seconds
+
+        tco, period = rent * train_s / 3600, f"one {format_seconds(train_s)} job"
+    else:
+        tco, period = rent * hours * 365 * years, _period(settings)
     tokens = (decode or 0.0) * 3600 * hours * 365 * years
     line = PartLine(
         "rental",
@@ -183,6 +203,7 @@ def _rent_option(
         power_limit=None,
         checks={"verdict": "ok", "problems": []},
         stale_prices=0,
+        tco_period=period,
     )
 
 

@@ -38,6 +38,7 @@ class Planner(Protocol):
         split: str | None,
         concurrency: int,
         tokens: float | None,
+        method: str | None = None,
     ) -> Estimate: ...
 
 
@@ -93,6 +94,7 @@ def rigwise_planner() -> Planner:
         split: str | None,
         concurrency: int,
         tokens: float | None,
+        method: str | None = None,
     ) -> Estimate:
         base: dict[str, Any] = {"model": model, "on": on}
         if nodes > 1:
@@ -104,8 +106,8 @@ def rigwise_planner() -> Planner:
                 return _infer(options, plan_inference)
             from rigwise.api.train import plan_training
 
-            method = "pretrain" if task == "train" else "qlora" if quant == "NF4" else "lora"
-            options = {**base, "method": method, "search": True}
+            default = "pretrain" if task == "train" else "qlora" if quant == "NF4" else "lora"
+            options = {**base, "method": method or default, "search": True}
             if tokens:
                 options["tokens"] = tokens
             return _train(options, plan_training)

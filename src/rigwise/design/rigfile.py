@@ -35,7 +35,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from rigwise.design import parts
-from rigwise.errors import InputError
+from rigwise.errors import InputError, validation_message
 from rigwise.hardware import Accelerator
 
 GpuLookup = Callable[[str], Accelerator]
@@ -161,10 +161,8 @@ class Rig:
 
 
 def _format_validation(error: ValidationError, where: str) -> InputError:
-    first = error.errors()[0]
-    key = ".".join(str(p) for p in first["loc"]) or "(top level)"
     return InputError(
-        f"{where}: key {key!r}: {first['msg']}.",
+        validation_message(error, where),
         hint="See docs/build.md (rig file format) for the keys and an example.",
     )
 

@@ -40,8 +40,10 @@ class TrainingFactors:
     elementwise_traffic_unfused: float
     async_tp_overlap: float
     layer_overhead_s: float
+    host_memory_bandwidth_bytes_per_s: float
     step_overhead_s: float
     power_utilisation: float
+    goodput: float
     power_cap_exponent: float
     memory_reserved_bytes: float
     nccl_buffer_bytes: float

@@ -25,7 +25,7 @@ from rigwise.estimate.inference_memory import (
     best_row,
     device_class,
     expert_weight_share,
-    kv_split,
+    stage_kv_split,
 )
 from rigwise.hardware import Accelerator, Link
 from rigwise.models import ModelSpec
@@ -204,7 +204,7 @@ def weight_reads(ctx: Context, stage: Stage, batch: int) -> WeightReads:
     off_dense = offloaded - off_experts
     touched = touched_share(ctx, batch)
     return WeightReads(
-        device_dense=(total - experts - off_dense) / stage.tp,
+        device_dense=(total - experts - off_dense) / stage.attention_tp,
         device_experts=(experts - off_experts) * touched / stage.tp,
         host=(off_dense + off_experts * touched) * stage.tp,
     )
@@ -218,12 +218,25 @@ def read_weight_bytes(ctx: Context, batch: int) -> tuple[float, float]:
 
 
 def _tp_comm(ctx: Context, stage: Stage, tokens: float) -> float:
-    """Two all-reduces of the hidden state per layer under tensor parallelism (Megatron-LM)."""
+    """Two all-reduces of the hidden state per layer under tensor parallelism (Megatron-LM);
+    with expert parallelism the MoE layers' all-reduce becomes a dispatch and a combine
+    all-to-all of each token's hidden state to its k experts' ranks (DeepSeek-V3 report
+    Sec. 3.4; DeepEP), and attention-DP ranks all-reduce only among their attention_tp."""
     if stage.tp == 1 or stage.intra_link is None:
         return 0.0
+    layers = ctx.spec.num_layers * stage.layer_fraction
     size = tokens * ctx.spec.hidden_size * _ACTIVATION_BYTES
-    per_layer = 2 * comms.ring_all_reduce(size, stage.tp, stage.intra_link).seconds
-    return per_layer * ctx.spec.num_layers * stage.layer_fraction
+    moe = ctx.spec.moe
+    if stage.ep == 1 or moe is None:
+        return 2 * comms.ring_all_reduce(size, stage.tp, stage.intra_link).seconds * layers
+    attention = 0.0
+    if stage.attention_tp > 1:
+        rank_size = size / stage.attention_dp
+        attention = comms.ring_all_reduce(rank_size, stage.attention_tp, stage.intra_link).seconds
+    moe_layers = min(layers, (moe.num_moe_layers or ctx.spec.num_layers) * stage.layer_fraction)
+    per_device = size / stage.tp * moe.experts_per_token
+    exchange = 2 * comms.all_to_all(per_device, stage.ep, stage.intra_link).seconds
+    return attention * layers + exchange * moe_layers
 
 
 def _host_seconds(ctx: Context, stage: Stage, host_bytes: float) -> float:
@@ -240,7 +253,7 @@ def decode_stage_parts(ctx: Context, stage: Stage, context: int, batch: int) -> 
     acc = stage.accelerator
     reads = weight_reads(ctx, stage, batch)
     kv = batch * kv_bytes(ctx.spec, context, ctx.kv_dtype) * stage.layer_fraction
-    kv /= kv_split(ctx.spec, stage.tp)
+    kv /= stage_kv_split(ctx.spec, stage)
     bandwidth = acc.memory_bandwidth_bytes_per_s * eff.decode_bandwidth_efficiency
     memory = reads.device_dense / bandwidth
     memory += reads.device_experts / (bandwidth * eff.moe_expert_efficiency)

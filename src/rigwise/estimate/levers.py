@@ -135,6 +135,8 @@ def suggest_levers(
             other = run({**options, **change})
         except RigwiseError:
             continue  # e.g. one more device of a preset that cannot be multiplied
+        if getattr(other, "broken_rule", ""):
+            continue  # the engine refuses that layout (engine_rules.csv): never a lever
         rate = _rate(other)
         fixes = other.fits and not plan.fits
         speedup = rate / base_rate if rate and base_rate else None

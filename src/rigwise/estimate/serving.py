@@ -1,12 +1,20 @@
-"""Serving under load: continuous batching of many requests.
+"""Serving under load: continuous batching, a running batch, and a queue.
 
 With continuous batching (Yu et al. 2022, Orca, OSDI; vLLM, Kwon et al. 2023) every step decodes
 one token for each running sequence, so a step at batch B costs the longer of the bytes it reads
 (weights once, KV caches B times) and its FLOPs (B tokens), plus fixed overheads. Prompts are
-prefilled in compute-bound chunks between steps. Over one request's life the server spends
-``B x prompt x prefill_per_token + gen x step(B)`` to emit ``B x gen`` tokens, which gives the
-aggregate and per-user rates. The largest B is what the free KV memory holds at the full
-request length (PagedAttention allocates only what is used; we size for the end of the request).
+prefilled in compute-bound chunks mixed into the decode steps (chunked prefill, Agrawal et al.
+2024, Sarathi-Serve, OSDI): over one request's life a replica spends
+``B x prompt x prefill_per_token + gen x step(B)`` to emit ``B x gen`` tokens.
+
+The running batch B is bounded by the engine's ``max_batch`` (vLLM ``--max-num-seqs`` 256,
+SGLang ``max_running_requests``, TensorRT-LLM ``max_batch_size``) and by the KV cache the free
+memory holds at the full request length (PagedAttention blocks; TensorRT-LLM's default
+GUARANTEED_NO_EVICT scheduler reserves the whole request). Requests beyond B wait in a queue:
+with N requests kept in flight (a closed loop, as benchmark clients do), Little's law (Little
+1961, L = lambda W) gives each request's time in the system ``N x gen / aggregate``; what is not
+service is queueing, and it is added to the time to first token. Only one request that cannot
+fit at all is "does not fit"; concurrency alone never is.
 """
 
 from __future__ import annotations
@@ -29,35 +37,68 @@ from rigwise.models import ModelSpec
 
 @dataclass(frozen=True)
 class ServingEstimate:
-    concurrency: int
-    max_concurrency: int
+    """Steady-state serving figures of ``replicas`` copies of one layout."""
+
+    concurrency: int  # requests kept in flight (asked)
+    running_batch: int  # sequences one replica decodes per step
+    queued: int  # requests waiting for a slot, all replicas together
+    max_concurrency: int  # per replica: min(max_batch, what the KV cache holds)
     aggregate_tokens_per_s: float
-    per_user_tokens_per_s: float
-    ttft_s: float  # first token under load: its own prefill plus one step of the batch
+    per_user_tokens_per_s: float  # 1 / TPOT: the decode rate one user sees
+    tokens_per_s_per_gpu: float
+    ttft_s: float  # queue wait + own (chunked) prefill under load
+    tpot_s: float  # time per output token after the first
+    queue_wait_s: float
     step_seconds: float
     bound: str
+    replicas: int = 1
+    gpus: int = 1
     reason: str = ""
+    kv_transfer_s: float = 0.0  # disaggregated: prefill -> decode KV cache hand-over per request
+    mode: str = "aggregated"  # or "disaggregated"
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "concurrency": self.concurrency,
+            "running_batch": self.running_batch,
+            "queued": self.queued,
+            "max_concurrency": self.max_concurrency,
             "aggregate_tokens_per_s": self.aggregate_tokens_per_s,
             "per_user_tokens_per_s": self.per_user_tokens_per_s,
-            "max_concurrency": self.max_concurrency,
+            "tokens_per_s_per_gpu": self.tokens_per_s_per_gpu,
             "ttft_s": self.ttft_s,
+            "tpot_s": self.tpot_s,
+            "queue_wait_s": self.queue_wait_s,
             "step_seconds": self.step_seconds,
             "bound": self.bound,
+            "replicas": self.replicas,
+            "gpus": self.gpus,
             "reason": self.reason,
+            "kv_transfer_s": self.kv_transfer_s,
+            "mode": self.mode,
         }
 
 
+@dataclass(frozen=True)
+class Costs:
+    """One replica's cost functions: a decode step at batch B, batched prefill per token."""
+
+    step_seconds: Callable[[int], float]
+    prefill_seconds_per_token: float
+    single_prefill_seconds: float  # one prompt alone (the batch-1 prefill phase)
+    compute_bound_at: Callable[[int], bool]
+    chunk_tokens: int = 8192  # tokens per scheduler step (vLLM max_num_batched_tokens)
+
+
 def kv_capacity_bytes(spec: ModelSpec, stages: tuple[Stage, ...], memory: MemoryBreakdown) -> float:
-    """Model-wide KV bytes the free memory holds: the tightest stage sets it."""
+    """Model-wide KV bytes the free memory holds: the tightest stage sets it. Attention-DP
+    ranks each keep their own requests' cache, so a stage holds ``attention_dp`` of them."""
     capacities = []
     for stage, device in zip(stages, memory.per_device, strict=True):
         fixed = device.weights_bytes + device.activations_bytes + device.overhead_bytes
         free = max(0.0, device.capacity_bytes - fixed)
-        capacities.append(free * kv_split(spec, stage.tp) / max(stage.layer_fraction, 1e-9))
+        split = kv_split(spec, stage.attention_tp) * stage.attention_dp
+        capacities.append(free * split / max(stage.layer_fraction, 1e-9))
     return min(capacities) if capacities else 0.0
 
 
@@ -69,11 +110,20 @@ def max_concurrency(
     kv_dtype: str,
     engine_cap: int,
 ) -> int:
-    """Sequences of ``request_tokens`` whose KV caches fit, capped by the engine's default."""
+    """Sequences of ``request_tokens`` whose KV caches fit, capped by the engine's max_batch.
+    ``memory`` must hold no KV cache yet (it is what is left that counts)."""
     per_request = spec.kv_cache_bytes(request_tokens, kv_dtype)
     if per_request <= 0:
         return engine_cap
     return max(0, min(engine_cap, int(kv_capacity_bytes(spec, stages, memory) // per_request)))
+
+
+def _no_room(concurrency: int, replicas: int, gpus: int) -> ServingEstimate:
+    inf = float("inf")
+    return ServingEstimate(
+        concurrency, 0, concurrency, 0, 0.0, 0.0, 0.0, inf, inf, inf, inf, "memory",
+        replicas, gpus, reason="No memory is left for even one request's KV cache.",
+    )  # fmt: skip
 
 
 def estimate_serving(
@@ -81,62 +131,59 @@ def estimate_serving(
     max_sequences: int,
     prompt: int,
     gen: int,
-    step_seconds: Callable[[int], float],
-    prefill_seconds_per_token: float,
-    single_prefill_seconds: float,
-    compute_bound_at: Callable[[int], bool],
+    costs: Costs,
+    replicas: int = 1,
+    gpus_per_replica: int = 1,
 ) -> ServingEstimate:
-    """Aggregate and per-user tokens/s for ``concurrency`` requests of ``prompt`` + ``gen``."""
+    """Serving figures for ``concurrency`` requests of ``prompt`` + ``gen`` tokens kept in
+    flight over ``replicas`` (requests spread evenly), each running at most ``max_sequences``."""
+    gpus = replicas * gpus_per_replica
     if max_sequences < 1:
-        return ServingEstimate(
-            concurrency,
-            0,
-            0.0,
-            0.0,
-            float("inf"),
-            float("inf"),
-            "memory",
-            reason="No memory is left for even one request's KV cache.",
-        )
-    batch = max(1, min(concurrency, max_sequences))
+        return _no_room(concurrency, replicas, gpus)
+    per_replica = -(-concurrency // replicas)
+    batch = max(1, min(per_replica, max_sequences))
+    step = costs.step_seconds(batch)
+    own_prefill = prompt * costs.prefill_seconds_per_token
+    cycle = batch * own_prefill + gen * step
+    aggregate = batch * gen / cycle
+    tpot = (cycle - own_prefill) / gen  # the others' prefill chunks interleave with our decode
+    # Our prompt goes in chunks of what the step budget leaves after the running decodes.
+    chunks = -(-prompt // max(1, costs.chunk_tokens - (batch - 1)))
+    ttft_service = costs.single_prefill_seconds + chunks * step
+    in_system = per_replica * gen / aggregate  # Little's law, closed loop of per_replica clients
+    wait = max(0.0, in_system - ttft_service - (gen - 1) * tpot) if per_replica > batch else 0.0
+    queued = max(0, concurrency - replicas * batch)
     reason = (
-        f"Only {max_sequences} requests fit at once; the rest queue."
-        if concurrency > max_sequences
+        f"{batch} requests run at once per replica (max_batch and KV cache); "
+        f"{queued} wait in the queue."
+        if queued
         else ""
     )
-    step = step_seconds(batch)
-    prefill = batch * prompt * prefill_seconds_per_token
-    cycle = prefill + gen * step
-    aggregate = batch * gen / cycle
-    bound = "compute" if compute_bound_at(batch) else "memory bandwidth"
+    total = aggregate * replicas
     return ServingEstimate(
-        concurrency=batch,
+        concurrency=concurrency,
+        running_batch=batch,
+        queued=queued,
         max_concurrency=max_sequences,
-        aggregate_tokens_per_s=aggregate,
-        per_user_tokens_per_s=aggregate / batch,
-        ttft_s=single_prefill_seconds + step,
+        aggregate_tokens_per_s=total,
+        per_user_tokens_per_s=1.0 / tpot,
+        tokens_per_s_per_gpu=total / gpus,
+        ttft_s=wait + ttft_service,
+        tpot_s=tpot,
+        queue_wait_s=wait,
         step_seconds=step,
-        bound=bound,
+        bound="compute" if costs.compute_bound_at(batch) else "memory bandwidth",
+        replicas=replicas,
+        gpus=gpus,
         reason=reason,
     )
 
 
-def serve_plan(
-    ctx: Context,
-    stages: tuple[Stage, ...],
-    memory: MemoryBreakdown,
-    network: Link | None,
-    concurrency: int | str,
-    prompt: int,
-    gen: int,
-    context: int,
+def replica_costs(
+    ctx: Context, stages: tuple[Stage, ...], network: Link | None, prompt: int, gen: int,
     prefill: Phase,
-) -> ServingEstimate:
-    """Serving figures for a planned deployment; ``concurrency`` may be 'max'."""
-    cap = ctx.overheads.max_concurrency if concurrency == "max" else 1_000_000
-    request = min(context, prompt + gen)
-    most = max_concurrency(ctx.spec, stages, memory, request, ctx.kv_dtype, cap)
-    wanted = most if concurrency == "max" else int(concurrency)
+) -> Costs:  # fmt: skip
+    """The cost functions of one replica laid out as ``stages``."""
     average_context = prompt + gen // 2
 
     def step(batch: int) -> float:
@@ -146,13 +193,34 @@ def serve_plan(
         parts = decode_stage_parts(ctx, stages[0], average_context, batch)
         return parts["compute"] > parts["memory_bandwidth"]
 
-    return estimate_serving(
-        concurrency=wanted,
-        max_sequences=most,
-        prompt=prompt,
-        gen=gen,
+    return Costs(
         step_seconds=step,
         prefill_seconds_per_token=prefill_seconds_per_token_batched(ctx, stages, prompt),
         single_prefill_seconds=prefill.seconds,
         compute_bound_at=compute_bound,
+        chunk_tokens=ctx.overheads.workspace_tokens,
     )
+
+
+def serve_plan(
+    ctx: Context,
+    stages: tuple[Stage, ...],
+    free_memory: MemoryBreakdown,
+    network: Link | None,
+    concurrency: int | str,
+    shape: tuple[int, int, int],
+    prefill: Phase,
+    max_batch: int | None = None,
+    replicas: int = 1,
+) -> ServingEstimate:
+    """Serving figures for a planned deployment; ``concurrency`` may be 'max' (every slot of
+    every replica busy). ``shape`` is (prompt, gen, context); ``free_memory`` is the memory
+    with no KV cache. ``max_batch`` defaults to the engine's."""
+    prompt, gen, context = shape
+    cap = max_batch or ctx.overheads.max_concurrency
+    request = min(context, prompt + gen)
+    most = max_concurrency(ctx.spec, stages, free_memory, request, ctx.kv_dtype, cap)
+    wanted = most * replicas if concurrency == "max" else int(concurrency)
+    gpus = sum(stage.tp for stage in stages)
+    costs = replica_costs(ctx, stages, network, prompt, gen, prefill)
+    return estimate_serving(max(1, wanted), most, prompt, gen, costs, replicas, gpus)

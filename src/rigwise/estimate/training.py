@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from rigwise.estimate.compute import TrainingFactors
+from rigwise.estimate.plausibility import plausibility_notes
 from rigwise.estimate.training_layout import Geometry, Layout, LayoutArrays, Workload
 from rigwise.estimate.training_memory import MemoryArrays, memory_per_gpu
 from rigwise.estimate.training_step import STEP_PARTS, Fabric, StepArrays, estimate_step
@@ -152,6 +153,8 @@ class TrainingPlan:
     energy_kwh: float | None = None
     cost_usd: float | None = None
     price_usd_per_gpu_hour: float | None = None
+    goodput: float | None = None
+    power_watts_per_gpu: float | None = None
     alternatives: tuple[TrainingPlan, ...] = ()
     search: Mapping[str, Any] | None = None
     notes: tuple[str, ...] = field(default=())
@@ -175,6 +178,8 @@ class TrainingPlan:
             "energy_kwh": self.energy_kwh,
             "cost_usd": self.cost_usd,
             "price_usd_per_gpu_hour": self.price_usd_per_gpu_hour,
+            "goodput": self.goodput,
+            "power_watts_per_gpu": self.power_watts_per_gpu,
             "notes": list(self.notes),
         }
         if self.search is not None:
@@ -193,8 +198,9 @@ def plan_from(
     fabric: Fabric,
     factors: TrainingFactors,
     price: float | None,
+    goodput: float | None = None,
 ) -> TrainingPlan:
-    """The ``TrainingPlan`` of row ``i`` of an evaluation."""
+    """The ``TrainingPlan`` of row ``i`` of an evaluation (``goodput`` None: the catalog's)."""
     mem = MemoryBreakdown(
         weights_bytes=float(ev.memory.weights[i]),
         gradients_bytes=float(ev.memory.gradients[i]),
@@ -209,12 +215,26 @@ def plan_from(
     )
     layout = ev.layouts.layout(i, work.global_batch)
     fits = bool(ev.fits[i])
-    reason = "" if fits else _no_fit_reason(mem)
+    power = fabric.power(factors)
+    if not fits:
+        # A plan that does not fit never runs: no step time, throughput, time or cost.
+        return TrainingPlan(
+            fits=False,
+            reason=_no_fit_reason(mem),
+            model=model,
+            accelerator=fabric.accelerator.id,
+            gpus=layout.gpus,
+            layout=layout,
+            memory_per_gpu=mem,
+            step=None,
+        )
     tokens_per_s = float(ev.tokens_per_s[i])
-    totals = _totals(work, layout.gpus, tokens_per_s, fabric, factors, price)
+    goodput = goodput if goodput is not None else factors.goodput
+    totals = _totals(work, layout.gpus, tokens_per_s, power.drawn_watts, goodput, price)
+    mfu = float(ev.mfu[i])
     return TrainingPlan(
-        fits=fits,
-        reason=reason,
+        fits=True,
+        reason="",
         model=model,
         accelerator=fabric.accelerator.id,
         gpus=layout.gpus,
@@ -223,13 +243,16 @@ def plan_from(
         step=step,
         tokens_per_s=tokens_per_s,
         model_tflops_per_gpu=float(ev.model_flops_per_gpu[i]) / 1e12,
-        mfu=float(ev.mfu[i]),
+        mfu=mfu,
         hfu=float(ev.hfu[i]),
         price_usd_per_gpu_hour=price,
         time_to_train_s=totals[0],
         gpu_hours=totals[1],
         energy_kwh=totals[2],
         cost_usd=totals[3],
+        goodput=goodput,
+        power_watts_per_gpu=power.drawn_watts,
+        notes=plausibility_notes(fabric.accelerator.id, work.precision, mfu),
     )
 
 
@@ -247,15 +270,18 @@ def _totals(
     work: Workload,
     gpus: int,
     tokens_per_s: float,
-    fabric: Fabric,
-    factors: TrainingFactors,
+    watts_per_gpu: float,
+    goodput: float,
     price: float | None,
 ) -> tuple[float | None, float | None, float | None, float | None]:
-    """(time to train, GPU-hours, energy kWh, cost USD) for the workload's tokens."""
+    """(time to train, GPU-hours, energy kWh, cost USD) for the workload's tokens.
+
+    The whole run takes the productive time over ``goodput`` (failures, restarts,
+    checkpointing); the GPUs are paid and powered for all of it (lost work is redone at full
+    power)."""
     if not work.tokens or tokens_per_s <= 0:
         return None, None, None, None
-    seconds = work.tokens / tokens_per_s
+    seconds = work.tokens / tokens_per_s / goodput
     gpu_hours = seconds / 3600.0 * gpus
-    watts = fabric.accelerator.tdp_watts * factors.power_utilisation
     cost = gpu_hours * price if price is not None else None
-    return seconds, gpu_hours, gpu_hours * watts / 1000.0, cost
+    return seconds, gpu_hours, gpu_hours * watts_per_gpu / 1000.0, cost

@@ -41,11 +41,31 @@ class Workload:
     selective_policy: str = "attention"
     float8_scaling: str = "tensorwise"  # fp8 scales: tensorwise | rowwise (torchao recipes)
     offload: str = "none"  # none | optimizer | params (ZeRO-Offload / ZeRO-Infinity)
+    # Pure bf16 (torchtune dtype=bf16, LitGPT bf16-true, llm-foundry PURE): bf16 weights,
+    # gradients and optimizer moments, no fp32 master copy. False = mixed precision.
+    pure_bf16: bool = False
+    # Optimizer step applied per parameter in its gradient hook (torchtune optimizer_in_bwd):
+    # no full set of gradients is ever alive.
+    optimizer_in_backward: bool = False
+    # Checkpointed layer inputs kept in host memory and streamed back for the backward
+    # (Unsloth offloaded gradient checkpointing, torchtune enable_activation_offloading).
+    activation_offload: bool = False
+    # Cross-entropy computed over chunks of the sequence (torchtune CEWithChunkedOutputLoss,
+    # Unsloth/Liger fused loss): the full fp32 logits are never alive at once.
+    chunked_loss: bool = False
+    # QLoRA's adapter optimizer state paged to host memory under pressure (bitsandbytes
+    # paged optimizers; Dettmers et al. 2023 Sec. 3).
+    paged_optimizer: bool = False
     tokens: float | None = None  # amount of work, for time to train
 
     @property
     def trains_base(self) -> bool:
         return self.method in ("pretrain", "full")
+
+    @property
+    def state_precision(self) -> str:
+        """'pure-bf16' or the mixed-precision policy of the GEMMs ('bf16', 'fp16', 'fp8')."""
+        return "pure-bf16" if self.pure_bf16 else self.precision
 
 
 @dataclass(frozen=True)

@@ -25,23 +25,45 @@ ACT_BYTES = 2.0  # bf16/fp16 activations (fp8 training keeps activations in bf16
 # 2018).
 WEIGHT_BYTES = 2.0
 GRAD_BYTES = 4.0
+MASTER_BYTES = 4.0  # fp32 master copy of each weight under mixed precision
 
 
-def grad_bytes(precision: str) -> float:
+def grad_bytes(precision: str, pure_bf16: bool = False) -> float:
     """fp32 main gradients for bf16/fp8 (Megatron forces fp32 accumulation and reduction with
-    bf16; FSDP reduces in fp32); fp16 runs keep and all-reduce fp16 gradients (Megatron default)."""
-    return 2.0 if precision == "fp16" else GRAD_BYTES
+    bf16; FSDP reduces in fp32); fp16 runs keep and all-reduce fp16 gradients (Megatron
+    default); pure bf16 keeps bf16 gradients (torchtune, LitGPT bf16-true)."""
+    return 2.0 if precision == "fp16" or pure_bf16 else GRAD_BYTES
 
 
-OPTIMIZER_BYTES = {"adamw": 12.0, "adamw-8bit": 6.0, "sgd": 8.0, "adafactor": 4.0}
+# Optimizer moments per parameter in fp32: Adam m and v (8), 8-bit Adam 1 byte each (Dettmers
+# et al. 2022), SGD momentum (4), Adafactor factored second moment (~0; Shazeer & Stern 2018).
+MOMENT_BYTES = {"adamw": 8.0, "adamw-8bit": 2.0, "sgd": 4.0, "adafactor": 0.0}
+OPTIMIZER_BYTES = {name: MASTER_BYTES + moments for name, moments in MOMENT_BYTES.items()}
+
+
+def optimizer_bytes(optimizer: str, pure_bf16: bool = False) -> float:
+    """Optimizer state per parameter: mixed precision adds the fp32 master weights; pure bf16
+    has none and keeps fp32 moments in bf16 (torch.optim.AdamW keeps state in the parameter
+    dtype); 8-bit and factored states do not change."""
+    moments = MOMENT_BYTES[optimizer]
+    if not pure_bf16:
+        return MASTER_BYTES + moments
+    return moments / 2.0 if optimizer in ("adamw", "sgd") else moments
+
+
 # QLoRA: NF4 (4 bits) + double-quantised block constants (0.127 bits/param), Dettmers et al.
-# 2023 "QLoRA" Sec. 3 (double quantisation). Adapters train in fp32 with Adam: 4+4+8 bytes.
+# 2023 "QLoRA" Sec. 3 (double quantisation). Adapters train in fp32 with Adam: 4+4+8 bytes
+# (PEFT casts adapters to fp32); pure bf16 keeps them in bf16: 2+2+4.
 NF4_BYTES = (4.0 + 0.127) / 8.0
 ADAPTER_BYTES_PER_PARAM = 16.0
 # Peak of the loss on the last stage per logit: in the cross-entropy backward the fp32 log-probs
 # (saved by log_softmax), their fp32 gradient and the bf16 gradient handed to the output matmul
 # are alive together (PyTorch log_softmax/nll_loss autograd; vocab-parallel in Megatron).
 LOGITS_BYTES = 10.0
+# Chunked cross-entropy keeps the bf16 logits of every chunk (2 bytes) and upcasts one chunk of
+# eight at a time to fp32 with its gradient (8 bytes / 8): torchtune CEWithChunkedOutputLoss
+# (num_output_chunks=8); Unsloth/Liger fused losses stay below this.
+CHUNKED_LOGITS_BYTES = 2.0 + 8.0 / 8.0
 
 
 @dataclass(frozen=True)
@@ -88,42 +110,72 @@ def lora_params(geo: Geometry, work: Workload) -> float:
     return float(work.lora_rank * per_layer * geo.layers)
 
 
+def _largest_tensor_params(geo: Geometry, lay: LayoutArrays) -> np.ndarray:
+    """Parameters of the largest set of gradients alive at once with the optimizer step in the
+    backward: one layer's, or the embedding/output projection (per GPU under TP)."""
+    biggest = max(geo.layer_params_total(), geo.embedding_params, geo.head_params)
+    return biggest / lay.tp.astype(float)
+
+
 def state_memory(
     geo: Geometry, work: Workload, lay: LayoutArrays
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(weights, gradients, optimizer) bytes per GPU, sharded by ZeRO stage over DP x CP."""
+    """(weights, gradients, optimizer) bytes per GPU, sharded by ZeRO stage over DP x CP.
+
+    ZeRO-1 shards the optimizer state, ZeRO-2 also the gradients, ZeRO-3/FSDP also the
+    weights (Rajbhandari et al. 2020 Sec. 5), gathering two layers at a time (the layer in use
+    and the prefetched next one; PyTorch FSDP Zhao et al. 2023 Sec. 3.4).
+    """
     params = stage_params(geo, lay)
     shards = (lay.dp * lay.cp).astype(float)
     if not work.trains_base:
-        base_linear = geo.layers * geo.layer_params_total()
-        other = geo.params_total - base_linear
-        share = params / geo.params_total
-        per_param = NF4_BYTES if work.method == "qlora" else WEIGHT_BYTES
-        weights = share * (base_linear * per_param + other * WEIGHT_BYTES)
-        adapters = lora_params(geo, work) * params / geo.params_total
-        # Adapter weights+grads+Adam (the base is frozen: no gradients, no optimizer state).
-        # QLoRA pages the adapter optimizer state to host memory under pressure (Dettmers et al.
-        # 2023 Sec. 3, paged optimizers), so it does not count against the minimum.
-        optimizer = adapters * (0.0 if work.method == "qlora" else 8.0)
-        return weights + adapters * 4.0, adapters * 4.0, optimizer
-    opt_bytes = OPTIMIZER_BYTES[work.optimizer]
+        return _adapter_state(geo, work, lay, params, shards)
+    opt_bytes = optimizer_bytes(work.optimizer, work.pure_bf16)
     weights = np.where(lay.zero >= 3, params * WEIGHT_BYTES / shards, params * WEIGHT_BYTES)
-    # ZeRO-3/FSDP gathers one layer at a time, prefetching the next: two layers unsharded.
     gathered = 2 * (geo.layer_params_total() / lay.tp) * WEIGHT_BYTES
     weights = np.where(lay.zero >= 3, weights + gathered, weights)
-    g = grad_bytes(work.precision)
+    g = grad_bytes(work.precision, work.pure_bf16)
     grads = np.where(lay.zero >= 2, params * g / shards, params * g)
     # ZeRO-3 under pipelining keeps the stage's parameters (bf16) and gradients unsharded
     # between microbatches (torchtitan/FSDP2 with PP; DeepSpeed forbids ZeRO-3 with PP).
     keep = (lay.zero >= 3) & (lay.pp > 1)
     weights = np.where(keep, params * WEIGHT_BYTES, weights)
     grads = np.where(keep, params * g, grads)
+    if work.optimizer_in_backward:
+        grads = np.minimum(grads, _largest_tensor_params(geo, lay) * g)
     optimizer = np.where(lay.zero >= 1, params * opt_bytes / shards, params * opt_bytes)
-    if work.offload in ("optimizer", "params"):
+    # Paged optimizers (bitsandbytes, CUDA unified memory) evict their state to host memory
+    # when the GPU runs short and page it back for the update (Dettmers et al. 2023 Sec. 3).
+    if work.offload in ("optimizer", "params") or work.paged_optimizer:
         optimizer = optimizer * 0.0
     if work.offload == "params":
         weights = np.where(lay.zero >= 3, gathered, weights)
     return weights, grads, optimizer
+
+
+def _adapter_state(
+    geo: Geometry, work: Workload, lay: LayoutArrays, params: np.ndarray, shards: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """LoRA/QLoRA: the frozen base (bf16, or NF4 for the linear layers under QLoRA) plus the
+    adapters with their gradients and optimizer state. FSDP/ZeRO-3 shards the frozen base as
+    well (FSDP flattens every parameter of a wrapped module; QLoRA keeps the NF4 storage
+    sharded: bitsandbytes ``bnb_4bit_quant_storage``, Answer.AI FSDP-QLoRA 2024) and gathers
+    two layers at a time in their storage format."""
+    base_linear = geo.layers * geo.layer_params_total()
+    other = geo.params_total - base_linear
+    share = params / geo.params_total
+    per_param = NF4_BYTES if work.method == "qlora" else WEIGHT_BYTES
+    weights = share * (base_linear * per_param + other * WEIGHT_BYTES)
+    gathered = 2 * (geo.layer_params_total() / lay.tp) * per_param
+    weights = np.where(lay.zero >= 3, weights / shards + gathered, weights)
+    adapters = lora_params(geo, work) * share
+    adapters = np.where(lay.zero >= 3, adapters / shards, adapters)
+    weight_bytes = WEIGHT_BYTES if work.pure_bf16 else 4.0
+    moments = 4.0 if work.pure_bf16 else 8.0
+    # Paged optimizers move the adapter state to host memory under pressure, so it does not
+    # count against the minimum (Dettmers et al. 2023 Sec. 3).
+    optimizer = adapters * (0.0 if work.paged_optimizer else moments)
+    return weights + adapters * weight_bytes, adapters * weight_bytes, optimizer
 
 
 def activation_bytes_per_token(geo: Geometry, work: Workload, lay: LayoutArrays) -> np.ndarray:
@@ -198,10 +250,15 @@ def activation_memory(geo: Geometry, work: Workload, lay: LayoutArrays) -> np.nd
     in_flight = np.where(
         lay.vpp > 1, in_flight * (1 + (lay.pp - 1) / (lay.pp * lay.vpp)), in_flight
     )
-    first_stage = per_layer * layers * in_flight + working
+    # Offloaded checkpoints live in host memory; the GPU keeps the layer being recomputed and
+    # the next one in transit (Unsloth offloaded gradient checkpointing; torchtune
+    # OffloadActivations double-buffers on a side stream).
+    stored_layers = np.minimum(layers, 2.0) if work.activation_offload else layers
+    first_stage = per_layer * stored_layers * in_flight + working
     # The last stage holds one microbatch plus the logits for the loss (vocab-parallel over TP).
-    logits = tokens * geo.vocab * LOGITS_BYTES / lay.tp
-    last_stage = per_layer * layers + working + logits
+    per_logit = CHUNKED_LOGITS_BYTES if work.chunked_loss else LOGITS_BYTES
+    logits = tokens * geo.vocab * per_logit / lay.tp
+    last_stage = per_layer * stored_layers + working + logits
     return np.maximum(first_stage, last_stage)
 
 

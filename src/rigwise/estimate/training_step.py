@@ -19,16 +19,16 @@ import numpy as np
 
 from rigwise.estimate import comms
 from rigwise.estimate.compute import TrainingFactors, gemm_seconds
+from rigwise.estimate.power import PowerPoint, power_point
 from rigwise.estimate.training_layout import Geometry, LayoutArrays, Workload
 from rigwise.estimate.training_memory import (
-    GRAD_BYTES,
-    OPTIMIZER_BYTES,
     WEIGHT_BYTES,
     activation_bytes_per_token,
     grad_bytes,
     lora_params,
     stage_params,
 )
+from rigwise.estimate.training_optimizer import offload_time, optimizer_time
 from rigwise.hardware import Accelerator, Link
 
 STEP_PARTS = (
@@ -43,6 +43,7 @@ STEP_PARTS = (
     "dp_comm_s",
     "zero3_comm_s",
     "optimizer_s",
+    "offload_s",
     "overhead_s",
 )
 
@@ -59,12 +60,19 @@ class Fabric:
     power_limit_watts: float | None = None  # a board power cap below TDP (nvidia-smi -pl)
 
     def clock_fraction(self, factors: TrainingFactors) -> float:
-        """Compute throughput left under a power cap: dynamic power ~ f V^2 with V ~ f gives
-        f ~ P^(1/3) (CMOS scaling; exponent from data)."""
-        tdp = self.accelerator.tdp_watts
-        if not self.power_limit_watts or not tdp or self.power_limit_watts >= tdp:
-            return 1.0
-        return float((self.power_limit_watts / tdp) ** factors.power_cap_exponent)
+        """Compute throughput left under a power cap (``rigwise.estimate.power``)."""
+        return self.power(factors).relative_throughput
+
+    def power(self, factors: TrainingFactors) -> PowerPoint:
+        """Speed kept and mean board power drawn at this fabric's power cap."""
+        acc = self.accelerator
+        return power_point(
+            acc.id,
+            acc.tdp_watts,
+            self.power_limit_watts,
+            exponent=factors.power_cap_exponent,
+            utilisation=factors.power_utilisation,
+        )
 
     def link_for(self, span: Any, factors: TrainingFactors) -> tuple[Link, Link]:
         """(inside-node, across-node) links scaled by NCCL bus efficiency and NIC sharing."""
@@ -292,7 +300,8 @@ def estimate_step(
     parts["dp_comm_s"], parts["zero3_comm_s"] = _data_parallel(
         geo, work, lay, fabric, f, bwd_last, mb_time, m
     )
-    parts["optimizer_s"] = _optimizer_time(geo, work, lay, t.bandwidth)
+    parts["optimizer_s"] = optimizer_time(geo, work, lay, t.bandwidth)
+    parts["offload_s"] = offload_time(geo, work, lay, fabric, f, m)
     parts["overhead_s"] = parts["overhead_s"] + f.step_overhead_s
     ordered = {name: np.asarray(parts[name], dtype=float) + 0.0 * m for name in STEP_PARTS}
     extra = _recompute_flops_per_token(geo, work, lay)
@@ -372,7 +381,7 @@ def _data_parallel(
         params = lora_params(geo, work) * params / geo.params_total
     devices = lay.dp * lay.cp
     span = lay.tp * lay.cp * lay.dp
-    g = grad_bytes(work.precision)
+    g = grad_bytes(work.precision, work.pure_bf16)
     ar = _collective("ring_all_reduce", params * g, devices, span, fabric, f)
     rs = _collective("reduce_scatter", params * g, devices, span, fabric, f)
     ag = _collective("all_gather", params * WEIGHT_BYTES, devices, span, fabric, f)
@@ -389,17 +398,3 @@ def _data_parallel(
     z3_pp = np.maximum(ag + rs - (bwd_last if work.overlap_grad_reduce else 0.0), 0.0)
     z3 = np.where(lay.pp > 1, z3_pp, z3)
     return dp_exposed, np.where(lay.zero >= 3, z3, 0.0)
-
-
-def _optimizer_time(geo: Geometry, work: Workload, lay: LayoutArrays, bw: float) -> Any:
-    """Adam-style update streams master weights, moments, gradients and new weights once."""
-    params = stage_params(geo, lay)
-    opt = OPTIMIZER_BYTES[work.optimizer]
-    if not work.trains_base:
-        params, opt = lora_params(geo, work) * params / geo.params_total, 12.0
-    sharded = np.where(lay.zero >= 1, params / (lay.dp * lay.cp), params)
-    # Adam reads and writes master weights and moments, reads gradients, writes working weights;
-    # mixed precision also unscales/checks gradients for inf (r+w), takes the global gradient
-    # norm for clipping (r) and zeroes them (w) (Micikevicius et al. 2018; Megatron optimizer).
-    traffic = sharded * (2.0 * opt + GRAD_BYTES + WEIGHT_BYTES + 4.0 * GRAD_BYTES)
-    return 0.0 if work.offload != "none" and work.trains_base else traffic / bw

@@ -20,7 +20,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from rigwise.errors import InputError
+from rigwise.errors import InputError, validation_message
 from rigwise.grid.harness import MODULE as HARNESS_MODULE
 from rigwise.grid.harness import grid_dataset
 from rigwise.grid.placement import HardwareProfile
@@ -126,12 +126,9 @@ def parse_job(data: dict[str, Any], templates: dict[str, dict[str, Any]]) -> Job
     try:
         model = _JobFile.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
         raise InputError(
-            f"Job file: {where}: {first['msg']} (got {first.get('input')!r}).",
-            hint="See the job template in docs/grid.md.",
-        ) from exc
+            validation_message(exc, "Job file"), hint="See the job template in docs/grid.md."
+        ) from None
     hardware = model.hardware
     profile = HardwareProfile(
         nodes=hardware.nodes,

@@ -15,7 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rigwise.catalog.loader import read_yaml
-from rigwise.errors import InputError
+from rigwise.errors import InputError, validation_message
 from rigwise.units import format_bytes
 
 DEFAULT_POLICY_FILE = "grid_policy_default.yaml"
@@ -116,7 +116,8 @@ def policy_from_mapping(data: dict[str, Any], where: str) -> Policy:
     try:
         model = PolicyModel.model_validate(data.get("admission", data))
     except ValidationError as exc:
-        raise InputError(f"Policy {where} is invalid: {exc}", hint="See docs/grid.md.") from exc
+        message = validation_message(exc, f"Policy {where} is invalid")
+        raise InputError(message, hint="See docs/grid.md.") from None
     fields = model.model_dump(exclude={"source"})
     return Policy(**fields)
 

@@ -22,7 +22,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rigwise.catalog.loader import read_csv, read_yaml
-from rigwise.errors import CatalogError
+from rigwise.errors import CatalogError, validation_message
 from rigwise.hardware.names import KEY_TIERS, NameTable, build_table, normalize
 from rigwise.hardware.types import DTYPES, Accelerator, Link, Resolution, SystemPreset
 
@@ -191,11 +191,7 @@ def _split_list(text: str) -> tuple[str, ...]:
 
 
 def _describe(error: ValidationError, where: str) -> CatalogError:
-    first = error.errors()[0]
-    column = ".".join(str(part) for part in first["loc"]) or "?"
-    value = first.get("input")
-    shown = "" if isinstance(value, dict) else f" (value {value!r})"
-    return CatalogError(f"{where}, column {column!r}: {first['msg']}{shown}.")
+    return CatalogError(validation_message(error, where))
 
 
 def _memory_label(memory_bytes: float) -> str:

@@ -11,16 +11,27 @@ import re
 from pathlib import Path
 from typing import Annotated, Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rigwise.catalog.names import normalize
-from rigwise.errors import CatalogError, InputError, UnknownNameError
+from rigwise.errors import (
+    CatalogError,
+    InputError,
+    UnknownNameError,
+    shown_value,
+    validation_message,
+)
 from rigwise.hardware.catalog import accelerator_catalog, link_catalog, system_catalog
 from rigwise.hardware.types import Accelerator, Cluster, Link, Node, SystemPreset
 from rigwise.units import GiB
 
 _COUNT_PREFIX = re.compile(r"^\s*(\d+)\s*[x×*]\s*(\S.*)$", re.IGNORECASE)
+MAX_DEVICES = 1 << 20
+"""Most accelerators in one plan (1,048,576: above the largest clusters built, ~10^5 GPUs)."""
+MAX_NODES = 100_000
+"""Most machines in one plan (--nodes, cluster files)."""
+MAX_NODE_TEXT = 200
+"""Longest node description accepted ('2x rtx-3090+nvlink' is 18 characters)."""
 
 
 def split_count(text: str) -> tuple[int, str]:
@@ -38,11 +49,26 @@ def split_count(text: str) -> tuple[int, str]:
 
 
 def _positive_count(count: int, text: str) -> int:
-    if count < 1:
+    if count < 1 or count > MAX_DEVICES:
         raise InputError(
-            f"Device count must be at least 1 in {text!r}.", hint="Write '2x rtx-3090'."
+            f"Device count {count:,} in {shown_value(text)} is out of range.",
+            hint=f"Use 1 to {MAX_DEVICES:,} devices per node, e.g. '8x h100-sxm' with --nodes.",
         )
     return count
+
+
+def check_cluster_size(nodes: int, devices: int) -> None:
+    """Bounds on a cluster's size, so that planning work stays bounded (InputError otherwise)."""
+    if not 1 <= nodes <= MAX_NODES:
+        raise InputError(
+            f"nodes must be between 1 and {MAX_NODES:,}, not {nodes:,}.",
+            hint=f"Use --nodes 1 to {MAX_NODES:,}.",
+        )
+    if devices > MAX_DEVICES:
+        raise InputError(
+            f"The cluster has {devices:,} accelerators, over the {MAX_DEVICES:,} rigwise plans.",
+            hint="Use fewer nodes or fewer devices per node.",
+        )
 
 
 def find_system(name: str) -> SystemPreset | None:
@@ -133,21 +159,22 @@ def node_from_system(
 # --- cluster files --------------------------------------------------------------------------------
 
 _EXAMPLE = 'nodes: [{on: "2x rtx-3090+nvlink", count: 2}]\nnetwork: 10gbe'
+MAX_CLUSTER_FILE_BYTES = 1024 * 1024
 
 
 class ClusterNodeEntry(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    on: Annotated[str, Field(min_length=1)]
-    count: Annotated[int, Field(ge=1)] = 1
-    host_memory_gb: Annotated[float, Field(gt=0)] | None = None
+    on: Annotated[str, Field(min_length=1, max_length=MAX_NODE_TEXT)]
+    count: Annotated[int, Field(ge=1, le=MAX_NODES)] = 1
+    host_memory_gb: Annotated[float, Field(gt=0, le=1e9, allow_inf_nan=False)] | None = None
 
 
 class ClusterFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    nodes: Annotated[list[ClusterNodeEntry], Field(min_length=1)]
-    network: str | None = None
+    nodes: Annotated[list[ClusterNodeEntry], Field(min_length=1, max_length=10_000)]
+    network: Annotated[str, Field(max_length=MAX_NODE_TEXT)] | None = None
 
 
 def _unbool_keys(value: Any) -> Any:
@@ -160,19 +187,14 @@ def _unbool_keys(value: Any) -> Any:
 
 
 def _load_yaml(path: Path) -> Any:
+    from rigwise.validate_input import load_yaml, read_user_text
+
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(
-            f"Cannot read cluster file {str(path)!r} ({exc.strerror}).",
-            hint="Check the path; see catalog/SCHEMA.md, section 'Cluster files'.",
-        ) from exc
-    try:
-        return _unbool_keys(yaml.safe_load(text))
-    except yaml.YAMLError as exc:
-        raise InputError(
-            f"Cluster file {str(path)!r} is not valid YAML: {exc}", hint=f"Example:\n{_EXAMPLE}"
-        ) from exc
+        text = read_user_text(path, "cluster file", max_bytes=MAX_CLUSTER_FILE_BYTES)
+        return _unbool_keys(load_yaml(text, f"Cluster file {shown_value(str(path), 240)}"))
+    except InputError as exc:
+        hint = f"See catalog/SCHEMA.md, section 'Cluster files'. Example:\n{_EXAMPLE}"
+        raise InputError(exc.message, hint=hint) from None
 
 
 def _validated(path: Path, data: Any) -> ClusterFile:
@@ -184,10 +206,8 @@ def _validated(path: Path, data: Any) -> ClusterFile:
     try:
         return ClusterFile.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        key = ".".join(str(part) for part in first["loc"])
         raise InputError(
-            f"Cluster file {str(path)!r}, key {key!r}: {first['msg']}.",
+            validation_message(exc, f"Cluster file {str(path)!r}"),
             hint=f"Keys: nodes (list of on, count, host_memory_gb) and network. E.g.\n{_EXAMPLE}",
         ) from exc
 
@@ -195,6 +215,7 @@ def _validated(path: Path, data: Any) -> ClusterFile:
 def read_cluster_file(path: Path) -> Cluster:
     """A cluster from YAML; names inside are resolved like on the command line."""
     spec = _validated(path, _load_yaml(path))
+    check_cluster_size(sum(entry.count for entry in spec.nodes), 0)
     nodes: list[Node] = []
     for index, entry in enumerate(spec.nodes):
         memory = entry.host_memory_gb * GiB if entry.host_memory_gb else None
@@ -213,6 +234,7 @@ def read_cluster_file(path: Path) -> Cluster:
             raise InputError(
                 f"Cluster file {str(path)!r}, key 'network': {exc.message}", hint=exc.hint
             ) from exc
+    check_cluster_size(len(nodes), sum(node.count for node in nodes))
     return Cluster(nodes=tuple(nodes), network=network)
 
 
@@ -224,9 +246,11 @@ def parse_node(text: str, nodes: int = 1, network: str | None = None) -> Cluster
     (SXM/OAM parts) or their PCIe generation's link.
     """
 
-    if nodes < 1:
-        raise InputError(f"nodes must be at least 1, not {nodes}.", hint="Use --nodes 1 or more.")
+    if isinstance(nodes, bool) or not isinstance(nodes, int):
+        raise InputError(f"nodes must be a whole number, not {shown_value(nodes)}.")
+    check_cluster_size(nodes, 0)
     node = node_from_text(text)
+    check_cluster_size(nodes, node.count * nodes)
     link = link_catalog().get(network) if network else None
     return Cluster(nodes=(node,) * nodes, network=link)
 
@@ -236,6 +260,11 @@ def node_from_text(text: str, host_memory_bytes: float | None = None) -> Node:
 
     if not text or not text.strip():
         raise InputError("Empty node description.", hint="Write it like '2x rtx-3090+nvlink'.")
+    if len(text) > MAX_NODE_TEXT:
+        raise InputError(
+            f"Node description {shown_value(text)} is longer than {MAX_NODE_TEXT} characters.",
+            hint="Write it like '2x rtx-3090+nvlink'.",
+        )
     head, plus, link_text = text.partition("+")
     if plus and not link_text.strip():
         raise InputError(

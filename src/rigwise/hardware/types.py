@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8", "fp4")
@@ -130,9 +131,21 @@ class Cluster:
     nodes: tuple[Node, ...]
     network: Link | None = None
 
-    @property
+    @cached_property
+    def runs(self) -> tuple[tuple[Node, int], ...]:
+        """``nodes`` as (node, how many in a row): 100,000 identical nodes are one run, so
+        planners do work per kind of node, not per node (computed once per cluster)."""
+        runs: list[list[Any]] = []
+        for node in self.nodes:
+            if runs and runs[-1][0] is node:
+                runs[-1][1] += 1
+            else:
+                runs.append([node, 1])
+        return tuple((node, count) for node, count in runs)
+
+    @cached_property
     def accelerator_count(self) -> int:
-        return sum(node.count for node in self.nodes)
+        return sum(node.count * repeat for node, repeat in self.runs)
 
 
 @dataclass(frozen=True)

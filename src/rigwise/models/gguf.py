@@ -13,6 +13,16 @@ from pathlib import Path
 from typing import Any
 
 from rigwise.errors import ModelFormatError
+from rigwise.models.checks import (
+    MAX_CONTEXT,
+    MAX_EXPERTS,
+    MAX_HEADS,
+    MAX_LAYERS,
+    MAX_VOCAB,
+    MAX_WIDTH,
+    check_spec,
+    config_int,
+)
 from rigwise.models.spec import ModelSpec, MoESpec
 
 
@@ -102,10 +112,15 @@ def _file_type(meta: dict[str, Any]) -> str | None:
     return name.removeprefix("MOSTLY_").removeprefix("ALL_")
 
 
-def _require(meta: dict[str, Any], key: str, path: Path) -> int:
+def _require(meta: dict[str, Any], key: str, path: Path, low: int, high: int) -> int:
     if key not in meta:
         raise ModelFormatError(f"{path}: GGUF metadata key {key!r} is missing.")
-    return int(meta[key])
+    return config_int(meta[key], key, str(path), low, high)
+
+
+def _optional(meta: dict[str, Any], key: str, path: Path, default: int, high: int) -> int:
+    value = meta.get(key)
+    return default if value is None else config_int(value, key, str(path), 0, high)
 
 
 def load_gguf(path: Path) -> ModelSpec:
@@ -117,7 +132,7 @@ def load_gguf(path: Path) -> ModelSpec:
         raise
     except Exception as exc:
         raise ModelFormatError(f"{path}: corrupt GGUF header ({exc}).") from exc
-    return _spec(path, meta, tensors)
+    return check_spec(_spec(path, meta, tensors), str(path))
 
 
 def _count(tensors: list[GGUFTensor], *needles: str) -> int:
@@ -128,29 +143,30 @@ def _spec(path: Path, meta: dict[str, Any], tensors: list[GGUFTensor]) -> ModelS
     arch = meta.get("general.architecture")
     if not isinstance(arch, str):
         raise ModelFormatError(f"{path}: GGUF metadata key 'general.architecture' is missing.")
-    hidden = _require(meta, f"{arch}.embedding_length", path)
-    heads = _require(meta, f"{arch}.attention.head_count", path)
-    kv_heads = int(meta.get(f"{arch}.attention.head_count_kv", heads))
+    hidden = _require(meta, f"{arch}.embedding_length", path, 1, MAX_WIDTH)
+    heads = _require(meta, f"{arch}.attention.head_count", path, 1, MAX_HEADS)
+    kv_heads = _optional(meta, f"{arch}.attention.head_count_kv", path, heads, MAX_HEADS)
     embedding = _count(tensors, "token_embd.weight")
     lm_head = _count(tensors, "output.weight")
-    vocab = int(meta.get(f"{arch}.vocab_size", meta.get("tokenizer.ggml.tokens", 0)))
+    tokens = _optional(meta, "tokenizer.ggml.tokens", path, 0, MAX_VOCAB)
+    vocab = _optional(meta, f"{arch}.vocab_size", path, tokens, MAX_VOCAB)
     if not vocab and embedding:
         vocab = embedding // hidden
     total = sum(t.n_elements for t in tensors)
-    moe, active = _moe(meta, arch, tensors, total)
-    window = meta.get(f"{arch}.attention.sliding_window")
+    moe, active = _moe(meta, arch, tensors, total, path)
+    window = _optional(meta, f"{arch}.attention.sliding_window", path, 0, MAX_CONTEXT)
     return ModelSpec(
-        name=str(meta.get("general.name") or path.stem),
-        architecture=arch,
-        num_layers=_require(meta, f"{arch}.block_count", path),
+        name=str(meta.get("general.name") or path.stem)[:200],
+        architecture=arch[:100],
+        num_layers=_require(meta, f"{arch}.block_count", path, 1, MAX_LAYERS),
         hidden_size=hidden,
-        intermediate_size=int(meta.get(f"{arch}.feed_forward_length", 0)),
+        intermediate_size=_optional(meta, f"{arch}.feed_forward_length", path, 0, MAX_WIDTH),
         num_attention_heads=heads,
         num_kv_heads=kv_heads,
-        head_dim=int(meta.get(f"{arch}.attention.key_length", hidden // heads)),
+        head_dim=_optional(meta, f"{arch}.attention.key_length", path, hidden // heads, MAX_WIDTH),
         vocab_size=vocab,
         tie_word_embeddings=lm_head == 0,
-        max_context=int(meta.get(f"{arch}.context_length", 0)),
+        max_context=_optional(meta, f"{arch}.context_length", path, 0, MAX_CONTEXT),
         params_total=total,
         params_active=active,
         params_embedding=embedding,
@@ -168,12 +184,12 @@ def _spec(path: Path, meta: dict[str, Any], tensors: list[GGUFTensor]) -> ModelS
 
 
 def _moe(
-    meta: dict[str, Any], arch: str, tensors: list[GGUFTensor], total: int
+    meta: dict[str, Any], arch: str, tensors: list[GGUFTensor], total: int, path: Path
 ) -> tuple[MoESpec | None, int]:
-    experts = int(meta.get(f"{arch}.expert_count", 0) or 0)
+    experts = _optional(meta, f"{arch}.expert_count", path, 0, MAX_EXPERTS)
     if experts <= 1:
         return None, total
-    used = int(meta.get(f"{arch}.expert_used_count", 1))
+    used = _optional(meta, f"{arch}.expert_used_count", path, 1, experts)
     routed = [t for t in tensors if "_exps" in t.name]
     routed_params = sum(t.n_elements for t in routed)
     moe_layers = len({t.name.split(".")[1] for t in routed if t.name.startswith("blk.")})
@@ -181,7 +197,9 @@ def _moe(
     moe = MoESpec(
         num_experts=experts,
         experts_per_token=used,
-        expert_intermediate_size=int(meta.get(f"{arch}.expert_feed_forward_length", 0)),
+        expert_intermediate_size=_optional(
+            meta, f"{arch}.expert_feed_forward_length", path, 0, MAX_WIDTH
+        ),
         num_moe_layers=moe_layers,
         params_per_expert=per_expert,
     )

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import functools
-import json
 import os
 from pathlib import Path
 
-from rigwise.errors import ModelFormatError, UnknownNameError
+from rigwise.errors import InputError, ModelFormatError, UnknownNameError, shown_value
 from rigwise.models.arch import read_arch
 from rigwise.models.build import spec_from_arch
 from rigwise.models.catalog import load_catalog_model
+from rigwise.models.checks import check_config, check_spec
 from rigwise.models.spec import ModelSpec
+from rigwise.validate_input import load_json, read_user_text
 
 _GGUF_MAGIC = b"GGUF"
+MAX_CONFIG_BYTES = 4 * 1024 * 1024  # published config.json files are under 100 KB
 
 
 # Planners call load_model thousands of times with the same few names: cache catalog hits.
@@ -32,22 +34,33 @@ def load_model(name_or_path: str | Path) -> ModelSpec:
     text = str(name_or_path)
     if text.lower().endswith((".json", ".gguf")) or text.startswith((".", "~", "/")):
         return load_model_file(Path(text).expanduser())
-    if ("/" in text or os.sep in text) and Path(text).exists():
+    if ("/" in text or os.sep in text) and _exists(text):
         return load_model_file(Path(text))
     try:
         return _catalog_cached(text)
     except UnknownNameError:
-        if Path(text).exists():
+        if _exists(text):
             return load_model_file(Path(text))
         raise
+
+
+def _exists(text: str) -> bool:
+    try:
+        return Path(text).exists()
+    except (OSError, ValueError):  # a name too long for the file system, a NUL byte
+        return False
 
 
 def load_model_file(path: Path) -> ModelSpec:
     if path.is_dir():
         path = path / "config.json"
-    if not path.is_file():
+    try:
+        is_file = path.is_file()
+    except (OSError, ValueError):  # a name too long for the file system, a NUL byte
+        is_file = False
+    if not is_file:
         raise ModelFormatError(
-            f"Model file {str(path)!r} does not exist.",
+            f"Model file {shown_value(str(path))} does not exist (or is not a regular file).",
             hint="Give a catalog name (see `rigwise models`), a config.json or a .gguf file.",
         )
     with path.open("rb") as handle:
@@ -60,13 +73,31 @@ def load_model_file(path: Path) -> ModelSpec:
 
 
 def load_hf_config(path: Path) -> ModelSpec:
+    """A ModelSpec from an HF config.json: bounded read, every size key checked (types, bounds,
+    finite), then the family reader; the spec is checked again (positive, bounded counts)."""
+    origin = shown_value(str(path), 240)
+    hint = "Give an HF config.json or a .gguf file."
     try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ModelFormatError(
-            f"{path}: not a JSON config ({exc}).", hint="Give an HF config.json or a .gguf file."
-        ) from exc
+        text = read_user_text(path, "model config", max_bytes=MAX_CONFIG_BYTES)
+    except InputError as exc:
+        raise ModelFormatError(exc.message, hint=hint) from None
+    try:
+        config = load_json(text, "the text", allow_constants=True)
+    except InputError as exc:
+        raise ModelFormatError(f"{origin}: not a JSON config ({exc.message})", hint=hint) from None
     if not isinstance(config, dict):
-        raise ModelFormatError(f"{path}: the JSON top level is not an object.")
+        raise ModelFormatError(f"{origin}: the JSON top level is not an object.", hint=hint)
+    check_config(config, origin)
     name = config.get("_name_or_path") or path.parent.name or path.stem
-    return spec_from_arch(read_arch(config, str(path)), name=str(name), source=str(path))
+    try:
+        spec = spec_from_arch(read_arch(config, origin), name=str(name)[:200], source=str(path))
+    except ModelFormatError:
+        raise
+    except (ValueError, TypeError, KeyError, AttributeError, IndexError, ArithmeticError) as exc:
+        # a value of the wrong shape in a key the bounds table does not know
+        raise ModelFormatError(
+            f"{origin}: a config value has the wrong type or shape "
+            f"({type(exc).__name__}: {shown_value(str(exc), 120)}).",
+            hint="Use the model's config.json as published on the Hugging Face hub.",
+        ) from None
+    return check_spec(spec, origin)

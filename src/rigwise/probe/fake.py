@@ -9,16 +9,14 @@ measured them, so calibration can be exercised without a GPU.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from rigwise.errors import InputError
+from rigwise.errors import InputError, shown_value, validation_message
 from rigwise.probe.backend import GpuSample
 from rigwise.probe.matching import catalog_id
 from rigwise.probe.report import (
@@ -114,22 +112,21 @@ class FakeMachine(_Strict):
 
 
 def load_fake_machine(path: str | Path) -> FakeMachine:
+    from rigwise.validate_input import load_json, load_yaml, read_user_text
+
     file = Path(path)
+    where = f"The fake hardware file {shown_value(str(file))}"
     try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(
-            f"Cannot read the fake hardware file {str(file)!r} ({exc.strerror}).",
-            hint=f"Point {ENV_VAR} at a YAML or JSON file (see docs/probe.md) or unset it.",
-        ) from exc
+        text = read_user_text(file, "fake hardware file", max_bytes=1024 * 1024)
+    except InputError as exc:
+        hint = f"Point {ENV_VAR} at a YAML or JSON file (see docs/probe.md) or unset it."
+        raise InputError(exc.message, hint=hint) from None
+    data = load_json(text, where) if file.suffix == ".json" else load_yaml(text, where)
     try:
-        data = json.loads(text) if file.suffix == ".json" else yaml.safe_load(text)
         return FakeMachine.model_validate(data or {})
-    except (json.JSONDecodeError, yaml.YAMLError, ValidationError) as exc:
-        raise InputError(
-            f"The fake hardware file {str(file)!r} is not valid: {exc}",
-            hint="Fix the named field; docs/probe.md shows the format.",
-        ) from exc
+    except ValidationError as exc:
+        hint = "Fix the named field; docs/probe.md shows the format."
+        raise InputError(validation_message(exc, where), hint=hint) from None
 
 
 class FakeBackend:

@@ -4,8 +4,9 @@ Reads every CSV in a folder (by default the copies kept in ``validation/data/inf
 row with its source), recognises the file format by its columns, turns each published figure
 into planner options, and compares: decode tokens/s, prefill tokens/s, serving throughput.
 Rows published as out-of-memory must be predicted "does not fit"; rows that ran, "fits" or
-"tight". Every row is either predicted or skipped with a counted reason. Files whose name
-starts with ``holdout_`` were not used to fit ``efficiency_inference.csv``.
+"tight". Every row is either predicted or skipped with a counted reason. Every row states its
+``role`` (``fit``: it set a factor of ``efficiency_inference.csv`` / ``engine_overheads.csv``,
+named in ``fit_factor``; ``independent``: never used to fit); a file without it is refused.
 """
 
 from __future__ import annotations
@@ -13,13 +14,21 @@ from __future__ import annotations
 import csv
 import functools
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from rigwise.errors import InputError, RigwiseError
-from rigwise.validation.stats import Comparison, Coverage, ErrorStats, coverage, per_source
+from rigwise.validation.stats import (
+    NOT_MEASUREMENTS,
+    Comparison,
+    Coverage,
+    ErrorStats,
+    coverage,
+    per_source,
+    require_roles,
+)
 
 _PACKAGE = "rigwise.validation"
 _SOURCE_LABELS = {
@@ -41,7 +50,7 @@ class Measurement:
     options: dict[str, Any]
     measured: float | None  # None for out-of-memory rows
     oom: bool = False
-    holdout: bool = False
+    role: str = "independent"
     skip: str = ""  # why this row is not predicted (empty: predict it)
 
 
@@ -107,8 +116,9 @@ def _read_apple(rows: list[dict[str, str]], names: _Names, source: str) -> Itera
                 )
                 label = f"{row['chip']} {row['gpu_cores']}c {quant} {column.split('_')[-2]}"
                 skip = why_hw or why_model or ("not measured (blank)" if not value else "")
+                measured = float(value) if value else None
                 yield Measurement(
-                    source, metric, label, options, float(value) if value else None, skip=skip
+                    source, metric, label, options, measured, role=row["role"], skip=skip
                 )
 
 
@@ -137,9 +147,8 @@ def _read_cuda_scoreboard(
             if column.endswith("fa1") and not skip:
                 skip = "flash-attention run: rigwise models llama.cpp's default (fa off)"
             label = f"{row['gpu']} Q4_0 {column}"
-            yield Measurement(
-                source, metric, label, options, float(value) if value else None, skip=skip
-            )
+            measured = float(value) if value else None
+            yield Measurement(source, metric, label, options, measured, role=row["role"], skip=skip)
 
 
 def _build_source(source: str, row: dict[str, str]) -> str:
@@ -149,7 +158,7 @@ def _build_source(source: str, row: dict[str, str]) -> str:
 
 
 def _read_llama_bench(
-    rows: list[dict[str, str]], names: _Names, source: str, holdout: bool
+    rows: list[dict[str, str]], names: _Names, source: str
 ) -> Iterator[Measurement]:
     for row in rows:
         count = int(row["num_gpus"])
@@ -185,14 +194,12 @@ def _read_llama_bench(
             options,
             measured,
             oom=oom,
-            holdout=holdout,
+            role=row["role"],
             skip=skip,
         )
 
 
-def _read_trtllm(
-    rows: list[dict[str, str]], names: _Names, source: str, holdout: bool = False
-) -> Iterator[Measurement]:
+def _read_trtllm(rows: list[dict[str, str]], names: _Names, source: str) -> Iterator[Measurement]:
     for row in rows:
         gpu, why_hw = names.get("gpu", row["gpu"])
         model, why_model = names.get("model", row["model"])
@@ -214,9 +221,8 @@ def _read_trtllm(
             f"{row['input_len']}/{row['output_len']}"
         )
         value = float(row["total_output_throughput_tokens_per_s"])
-        yield Measurement(
-            source, "serving", label, options, value, holdout=holdout, skip=why_hw or why_model
-        )
+        skip = why_hw or why_model
+        yield Measurement(source, "serving", label, options, value, role=row["role"], skip=skip)
 
 
 def _readers() -> list[tuple[str, Callable[..., Iterator[Measurement]]]]:
@@ -236,22 +242,20 @@ def load_measurements(directory: Path | None = None) -> tuple[list[Measurement],
     found: list[Measurement] = []
     unknown: list[str] = []
     for path in sorted(folder.glob("*.csv")):
-        if path.name == "name_map.csv":
+        if path.name in NOT_MEASUREMENTS:
             continue
         rows = _rows(path)
+        require_roles(path, rows)
         columns = set(rows[0]) if rows else set()
         source = _label(path.name)
         if {"test_type", "n_tokens", "tokens_per_s"} <= columns:
-            found.extend(_read_llama_bench(rows, names, source, path.name.startswith("holdout_")))
+            found.extend(_read_llama_bench(rows, names, source))
             continue
         reader = next((r for key, r in _readers() if key in columns), None)
         if reader is None:
             unknown.append(path.name)
             continue
-        read = reader(rows, names, source)
-        found.extend(replace(m, holdout=True) for m in read) if path.name.startswith(
-            "holdout_"
-        ) else found.extend(read)
+        found.extend(reader(rows, names, source))
     return found, unknown
 
 
@@ -322,9 +326,7 @@ def validate_inference(
         if predicted is None or m.measured is None:
             skips.append("no prediction for this metric")
             continue
-        comparisons.append(
-            Comparison(m.source, m.metric, m.label, predicted, m.measured, m.holdout)
-        )
+        comparisons.append(Comparison(m.source, m.metric, m.label, predicted, m.measured, m.role))
     predicted_rows = len(comparisons) + ooms
     plots: list[str] = []
     if plot_dir is not None and comparisons:

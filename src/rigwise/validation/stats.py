@@ -2,9 +2,11 @@
 
 Shared by ``validation/inference.py`` and ``validation/training.py``. The error of one row is
 ``(predicted - measured) / measured`` in percent; a source is summarized by the median and the
-90th percentile of the absolute error, plus the signed median (bias). Coverage counts the rows
-predicted against the rows read, with every skip's reason counted. Plots import plotly and
-matplotlib lazily (only ``--plot-dir`` pays for them).
+90th percentile of the absolute error, plus the signed median (bias), separately per role:
+``fit`` rows set an efficiency factor (their error is in-sample), ``independent`` rows never
+did, ``formula`` rows are closed-form values from a paper (a consistency check of a formula,
+not a measurement). Coverage counts the rows predicted against the rows read, with every
+skip's reason counted. Plots import plotly and matplotlib lazily (only ``--plot-dir`` pays).
 """
 
 from __future__ import annotations
@@ -16,6 +18,33 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rigwise.errors import InputError
+
+ROLES = ("independent", "fit", "formula")  # reporting order: independent first
+NOT_MEASUREMENTS = frozenset({"name_map.csv", "assumptions.csv"})
+
+
+def require_roles(path: Path, rows: Sequence[dict[str, str]]) -> None:
+    """Every measurement row states its role; a ``fit`` row names the factor it set."""
+    for number, row in enumerate(rows, start=2):
+        role = row.get("role")
+        if role is None:
+            raise InputError(
+                f"{path.name} has no 'role' column.",
+                hint="Add a 'role' column (fit | independent | formula) and a 'fit_factor' "
+                "column naming the factor each fit row set (see validation/data/README.md).",
+            )
+        if role not in ROLES:
+            raise InputError(
+                f"{path.name} row {number}: role {role!r} is not one of {', '.join(ROLES)}.",
+                hint="fit = the row set an efficiency factor; independent = never used to fit.",
+            )
+        if role == "fit" and not row.get("fit_factor"):
+            raise InputError(
+                f"{path.name} row {number}: a fit row must name its factor in 'fit_factor'.",
+                hint="e.g. 'efficiency_inference.csv llama.cpp;ollama apple-* q8_0'.",
+            )
+
 
 @dataclass(frozen=True)
 class Comparison:
@@ -26,7 +55,8 @@ class Comparison:
     label: str  # what the row is, for tables and plot hovers
     predicted: float
     measured: float
-    holdout: bool = False
+    role: str = "independent"  # fit | independent | formula (see ROLES)
+    regime: str = ""  # the interval regime the row belongs to (validation/intervals.py)
 
     @property
     def error_pct(self) -> float:
@@ -40,7 +70,8 @@ class Comparison:
             "predicted": self.predicted,
             "measured": self.measured,
             "error_pct": self.error_pct,
-            "holdout": self.holdout,
+            "role": self.role,
+            "regime": self.regime,
         }
 
 
@@ -58,6 +89,7 @@ def percentile(values: Sequence[float], q: float) -> float:
 class ErrorStats:
     source: str
     metric: str
+    role: str
     rows: int
     median_abs_error_pct: float
     p90_abs_error_pct: float
@@ -67,6 +99,7 @@ class ErrorStats:
         return {
             "source": self.source,
             "metric": self.metric,
+            "role": self.role,
             "rows": self.rows,
             "median_abs_error_pct": self.median_abs_error_pct,
             "p90_abs_error_pct": self.p90_abs_error_pct,
@@ -74,12 +107,15 @@ class ErrorStats:
         }
 
 
-def error_stats(source: str, metric: str, comparisons: Iterable[Comparison]) -> ErrorStats:
+def error_stats(
+    source: str, metric: str, comparisons: Iterable[Comparison], role: str = "independent"
+) -> ErrorStats:
     errors = [c.error_pct for c in comparisons]
     absolute = [abs(e) for e in errors]
     return ErrorStats(
         source=source,
         metric=metric,
+        role=role,
         rows=len(errors),
         median_abs_error_pct=percentile(absolute, 50),
         p90_abs_error_pct=percentile(absolute, 90),
@@ -88,11 +124,13 @@ def error_stats(source: str, metric: str, comparisons: Iterable[Comparison]) -> 
 
 
 def per_source(comparisons: Sequence[Comparison]) -> list[ErrorStats]:
-    """One ``ErrorStats`` per (source, metric), in first-seen order."""
-    keys = list(dict.fromkeys((c.source, c.metric) for c in comparisons))
+    """One ``ErrorStats`` per (role, source, metric): independent rows first, then fit, then
+    formula checks; first-seen order within a role."""
+    keys = list(dict.fromkeys((c.role, c.source, c.metric) for c in comparisons))
+    keys.sort(key=lambda k: ROLES.index(k[0]))
     return [
-        error_stats(s, m, [c for c in comparisons if (c.source, c.metric) == (s, m)])
-        for s, m in keys
+        error_stats(s, m, [c for c in comparisons if (c.role, c.source, c.metric) == (r, s, m)], r)
+        for r, s, m in keys
     ]
 
 
@@ -120,12 +158,17 @@ def coverage(rows_total: int, rows_predicted: int, skip_reasons: Iterable[str]) 
 
 
 def write_plots(comparisons: Sequence[Comparison], directory: Path, stem: str) -> list[Path]:
-    """Predicted vs measured on log-log axes, one colour per source: ``stem``.html and .png."""
+    """Predicted vs measured on log-log axes, one colour per source, one plot per role:
+    ``stem``_independent.html/.png and ``stem``_fit.html/.png (formula checks are not plotted)."""
     directory.mkdir(parents=True, exist_ok=True)
-    return [
-        _plot_html(comparisons, directory / f"{stem}.html"),
-        _plot_png(comparisons, directory / f"{stem}.png"),
-    ]
+    paths: list[Path] = []
+    for role in ("independent", "fit"):
+        rows = [c for c in comparisons if c.role == role]
+        if rows:
+            title = f"rigwise: predicted vs measured ({role} rows)"
+            paths.append(_plot_html(rows, directory / f"{stem}_{role}.html", title))
+            paths.append(_plot_png(rows, directory / f"{stem}_{role}.png", title))
+    return paths
 
 
 def _series(comparisons: Sequence[Comparison]) -> dict[str, list[Comparison]]:
@@ -140,7 +183,7 @@ def _bounds(comparisons: Sequence[Comparison]) -> tuple[float, float]:
     return (min(values) / 1.5, max(values) * 1.5) if values else (0.1, 10.0)
 
 
-def _plot_html(comparisons: Sequence[Comparison], path: Path) -> Path:
+def _plot_html(comparisons: Sequence[Comparison], path: Path, title: str) -> Path:
     import plotly.graph_objects as go  # lazy: only plots pay for plotly
 
     figure = go.Figure()
@@ -157,7 +200,7 @@ def _plot_html(comparisons: Sequence[Comparison], path: Path) -> Path:
     low, high = _bounds(comparisons)
     figure.add_trace(go.Scatter(x=[low, high], y=[low, high], mode="lines", name="exact"))
     figure.update_layout(
-        title="rigwise: predicted vs measured",
+        title=title,
         xaxis={"title": "measured", "type": "log"},
         yaxis={"title": "predicted", "type": "log"},
     )
@@ -165,7 +208,7 @@ def _plot_html(comparisons: Sequence[Comparison], path: Path) -> Path:
     return path
 
 
-def _plot_png(comparisons: Sequence[Comparison], path: Path) -> Path:
+def _plot_png(comparisons: Sequence[Comparison], path: Path, title: str) -> Path:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -180,7 +223,7 @@ def _plot_png(comparisons: Sequence[Comparison], path: Path) -> Path:
     axes.set_yscale("log")
     axes.set_xlabel("measured")
     axes.set_ylabel("predicted")
-    axes.set_title("rigwise: predicted vs measured")
+    axes.set_title(title)
     axes.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)

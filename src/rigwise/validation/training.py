@@ -23,7 +23,14 @@ from rigwise.estimate.compute import training_factors
 from rigwise.estimate.training import Evaluation, evaluate
 from rigwise.estimate.training_layout import Layout, LayoutArrays, Workload, geometry
 from rigwise.estimate.training_step import Fabric
-from rigwise.validation.stats import Comparison, ErrorStats, per_source
+from rigwise.validation.comparisons import ToolComparison, tool_comparisons
+from rigwise.validation.stats import (
+    NOT_MEASUREMENTS,
+    Comparison,
+    ErrorStats,
+    per_source,
+    require_roles,
+)
 
 DATA_DIR = Path(__file__).parent / "data" / "training"
 GIB = 2.0**30
@@ -43,23 +50,32 @@ def published_layout(row: Mapping[str, str], batch: int, **extra: Any) -> Layout
 
 
 def case(
-    source: str, label: str, metric: str, measured: float, predicted: float, holdout: bool = False
+    source: str, label: str, metric: str, measured: float, predicted: float, role: str
 ) -> Comparison:
-    """One published number next to rigwise's prediction (``stats.Comparison``)."""
-    return Comparison(source, metric, label, predicted, measured, holdout)
+    """One published number next to rigwise's prediction (``stats.Comparison``); ``role`` is
+    the row's ``role`` column (fit | independent | formula)."""
+    return Comparison(source, metric, label, predicted, measured, role)
 
 
 @dataclass(frozen=True)
 class TrainingValidation:
-    """Every comparison, the per-source statistics, and mean absolute errors per source."""
+    """Every comparison, the per-(role, source, metric) statistics, like-for-like tool
+    comparisons, and mean absolute errors. Rows of role ``formula`` are closed-form values
+    (a paper's formula), reported as consistency checks, never as validation."""
 
     comparisons: tuple[Comparison, ...]
     stats: tuple[ErrorStats, ...]
+    tools: tuple[ToolComparison, ...] = ()
 
-    def mean_abs_error_pct(self, source: str, metric: str) -> float:
-        errors = [
-            abs(c.error_pct) for c in self.comparisons if (c.source, c.metric) == (source, metric)
+    def _errors(self, role: str, source: str, metric: str) -> list[float]:
+        return [
+            abs(c.error_pct)
+            for c in self.comparisons
+            if (c.role, c.source, c.metric) == (role, source, metric)
         ]
+
+    def mean_abs_error_pct(self, source: str, metric: str, role: str = "fit") -> float:
+        errors = self._errors(role, source, metric)
         return statistics.fmean(errors) if errors else float("nan")
 
     def to_dict(self) -> dict[str, Any]:
@@ -67,15 +83,12 @@ class TrainingValidation:
             "stats": [
                 {
                     **s.to_dict(),
-                    "mean_abs_error_pct": self.mean_abs_error_pct(s.source, s.metric),
-                    "max_abs_error_pct": max(
-                        abs(c.error_pct)
-                        for c in self.comparisons
-                        if (c.source, c.metric) == (s.source, s.metric)
-                    ),
+                    "mean_abs_error_pct": self.mean_abs_error_pct(s.source, s.metric, s.role),
+                    "max_abs_error_pct": max(self._errors(s.role, s.source, s.metric)),
                 }
                 for s in self.stats
             ],
+            "tool_comparisons": [t.to_dict() for t in self.tools],
             "comparisons": [c.to_dict() for c in self.comparisons],
         }
 
@@ -86,7 +99,10 @@ def _rows(directory: Path, name: str) -> list[dict[str, str]]:
         return []
     with path.open(encoding="utf-8") as handle:
         lines = [line for line in handle if not line.lstrip().startswith("#")]
-    return [dict(row) for row in csv.DictReader(lines)]
+    rows = [dict(row) for row in csv.DictReader(lines)]
+    if name not in NOT_MEASUREMENTS:
+        require_roles(path, rows)
+    return rows
 
 
 def _assumptions(directory: Path) -> dict[tuple[str, str], str]:
@@ -181,9 +197,9 @@ def _megatron_table1(directory: Path) -> Iterator[Comparison]:
         flops = 96 * batch * s * layers * h * h * (1 + s / (6 * h) + v / (16 * layers * h))
         measured = flops / (float(row["achieved_tflops_per_gpu"]) * 1e12 * gpus)
         ev = predict(spec, work, layout, fab)
-        yield case(
-            "Megatron-LM 2021 Table 1", spec.name, "step_s", measured, float(ev.step.seconds[0])
-        )
+        predicted = float(ev.step.seconds[0])
+        source = "Megatron-LM 2021 Table 1"
+        yield case(source, spec.name, "step_s", measured, predicted, row["role"])
 
 
 def _korthikanti_rows(directory: Path) -> Iterator[tuple[dict[str, str], Any, Workload, Layout]]:
@@ -223,6 +239,7 @@ def _korthikanti_table5(directory: Path) -> Iterator[Comparison]:
                 "step_s",
                 float(row[column]),
                 float(ev.step.seconds[0]),
+                row["role"],
             )
 
 
@@ -253,6 +270,7 @@ def _korthikanti_table4(directory: Path) -> Iterator[Comparison]:
             "layer_ms",
             float(row["combined_ms"]),
             layer_s * 1e3,
+            row["role"],
         )
 
 
@@ -291,6 +309,7 @@ def _calculon_memory(directory: Path) -> Iterator[Comparison]:
             "memory_gib",
             float(row["value"]),
             predicted / GIB,
+            row["role"],
         )
 
 
@@ -316,4 +335,5 @@ def run_cases(directory: str | Path | None = None) -> list[Comparison]:
 def validate_training(directory: str | Path | None = None) -> TrainingValidation:
     """Predictions against every published run in ``directory`` (packaged copies by default)."""
     comparisons = tuple(run_cases(directory))
-    return TrainingValidation(comparisons, tuple(per_source(comparisons)))
+    tools = tuple(tool_comparisons(comparisons))
+    return TrainingValidation(comparisons, tuple(per_source(comparisons)), tools)

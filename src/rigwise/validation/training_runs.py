@@ -80,9 +80,8 @@ def torchtitan_cases(directory: Path) -> Iterator[Comparison]:
         ev = predict(spec, work, layout, fab)
         label = f"{row['table']}: {row['model']} {row['num_gpus']} GPUs {row['techniques']}"
         per_gpu = float(ev.tokens_per_s[0]) / layout.gpus
-        yield case(
-            "torchtitan", label, "tokens_per_s_per_gpu", float(row["tokens_per_s_per_gpu"]), per_gpu
-        )
+        measured = float(row["tokens_per_s_per_gpu"])
+        yield case("torchtitan", label, "tokens_per_s_per_gpu", measured, per_gpu, row["role"])
         if row["peak_memory_gib"]:
             yield case(
                 "torchtitan",
@@ -90,6 +89,7 @@ def torchtitan_cases(directory: Path) -> Iterator[Comparison]:
                 "memory_gib",
                 float(row["peak_memory_gib"]),
                 float(ev.memory.total[0]) / GIB,
+                row["memory_role"],  # no memory factor was fitted on these rows
             )
 
 
@@ -125,6 +125,7 @@ def llmfoundry_cases(directory: Path) -> Iterator[Comparison]:
             "tokens_per_s_per_gpu",
             float(row["throughput_tokens_per_s_per_gpu"]),
             predicted,
+            row["role"],
         )
 
 
@@ -176,4 +177,5 @@ def holdout_cases(directory: Path) -> Iterator[Comparison]:
             predicted = float(ev.hfu[0] * ev.peak_flops) / 1e12
         else:
             predicted = float(ev.model_flops_per_gpu[0]) / 1e12
-        yield case("holdout (not in shared/)", row["run"], quantity, measured, predicted, True)
+        source = "holdout (not in shared/)"
+        yield case(source, row["run"], quantity, measured, predicted, row["role"])

@@ -93,7 +93,13 @@ def create_app() -> FastAPI:
 
     @app.get("/", include_in_schema=False)
     def home() -> RedirectResponse:
-        return RedirectResponse("/compare")
+        return RedirectResponse("/fit")
+
+    @app.get("/fit", response_class=HTMLResponse, include_in_schema=False)
+    def fit_page(request: Request) -> HTMLResponse:
+        from rigwise.web.fit_view import fit_context
+
+        return render(request, "fit.html", fit_context(request.query_params))
 
     @app.get("/vendor/plotly.min.js", include_in_schema=False)
     def plotly_js() -> FileResponse:
@@ -131,6 +137,7 @@ def create_app() -> FastAPI:
 
 
 def _api_routes(app: FastAPI, infer_query: type[BaseModel], train_query: type[BaseModel]) -> None:
+    from rigwise.api.fit import FitOptions, fit_models
     from rigwise.api.gpus import GpusOptions, list_gpus
     from rigwise.api.infer import plan_inference
     from rigwise.api.train import plan_training
@@ -150,6 +157,10 @@ def _api_routes(app: FastAPI, infer_query: type[BaseModel], train_query: type[Ba
     @app.get("/api/train", tags=["plan"], summary="Training plan (as `rigwise train --json`)")
     def api_train(params: Annotated[train_query, Query()]) -> Response:  # type: ignore[valid-type]
         return _json(plan_training(**_options(params)))
+
+    @app.get("/api/fit", tags=["plan"], summary="Every model ranked (as `rigwise fit --json`)")
+    def api_fit(params: Annotated[FitOptions, Query()]) -> Response:
+        return _json(fit_models(**_options(params)))
 
     @app.get("/api/probe", tags=["measure"], summary="This machine (as `rigwise probe --json`)")
     def api_probe() -> Response:

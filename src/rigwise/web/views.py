@@ -12,11 +12,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from rigwise import __version__
-from rigwise.errors import RigwiseError
+from rigwise.errors import RigwiseError, validation_message
 from rigwise.serialize import to_jsonable
 from rigwise.web import charts
 
 NAV = (
+    ("/fit", "What runs"),
     ("/compare", "Compare"),
     ("/run", "Run"),
     ("/train", "Train"),
@@ -48,11 +49,7 @@ def clean(params: Mapping[str, str]) -> dict[str, str]:
 def user_message(exc: Exception) -> str:
     """A one-paragraph message for bad input: rigwise's own text, or pydantic's, per field."""
     if isinstance(exc, ValidationError):
-        parts = []
-        for error in exc.errors():
-            where = ".".join(str(p) for p in error.get("loc", ())) or "input"
-            parts.append(f"{where}: {error.get('msg', 'invalid')}")
-        return "; ".join(parts)
+        return validation_message(exc, "Bad input")
     return str(exc)
 
 

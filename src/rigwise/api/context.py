@@ -1,0 +1,218 @@
+"""The largest context that fits (``infer --context max``, ``--prompt max``, ``rigwise fit``).
+
+Closed form on the memory model (estimate/inference_memory.stage_memory): on every device only
+the KV cache grows with the context, and it grows in proportion to the whole model's KV bytes
+(``kv_bytes x layer_fraction / kv_split``). So one plan at a short context gives each device's
+headroom ratio ``(usable - other bytes) / kv bytes``; the smallest ratio bounds the KV bytes of
+the whole model, and the largest context within that bound is found by bisection on
+``ModelSpec.kv_cache_bytes`` (window-capped layers make it piecewise linear). No re-planning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from rigwise.catalog.loader import read_csv
+from rigwise.errors import RigwiseError
+from rigwise.models import ModelSpec
+
+MAX = "max"
+# KV dtypes a user can step down to, in the order each halves the cache again.
+_KV_STEPS = {
+    "f16": "q8_0",
+    "fp16": "q8_0",
+    "bf16": "fp8",
+    "fp32": "f16",
+    "f32": "f16",
+    "q8_0": "q4_0",
+}
+_GGUF_ENGINES = ("llama.cpp", "ollama")
+# The one plan the headroom is read from: a context of 2 tokens, so every device holds some KV.
+_PROBE: dict[str, Any] = {"context": 2, "prompt": 1, "gen": 1, "levers": False}
+
+
+def default_context_tokens() -> int:
+    """The sourced default context (workload_defaults.csv)."""
+    row = next(r for r in read_csv("workload_defaults.csv") if r["key"] == "context_tokens")
+    return int(float(row["value"]))
+
+
+def kv_headroom(memory: Any) -> float:
+    """How many times the plan's KV cache would still fit on its tightest device (may be < 1)."""
+    ratios = []
+    for device in memory.per_device:
+        kv = device.kv_cache_bytes
+        if kv <= 0:
+            continue
+        free = device.capacity_bytes - (device.total_bytes - kv)
+        ratios.append(free / kv)
+    return min(ratios) if ratios else float("inf")
+
+
+def largest_context(spec: ModelSpec, kv_dtype: str, context: int, headroom: float) -> int:
+    """Largest context whose KV cache is at most ``headroom`` x that of ``context`` tokens."""
+    if headroom <= 0:
+        return 0
+    budget = spec.kv_cache_bytes(context, kv_dtype) * headroom
+    if spec.kv_cache_bytes(spec.max_context, kv_dtype) <= budget:
+        return spec.max_context
+    low, high = 0, spec.max_context  # kv(low) <= budget < kv(high)
+    while high - low > 1:
+        middle = (low + high) // 2
+        if spec.kv_cache_bytes(middle, kv_dtype) <= budget:
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+def plan_max_context(plan: Any, spec: ModelSpec) -> int:
+    """Largest context the plan's hardware, quant and KV dtype hold (0: not even the weights)."""
+    context = int(plan.workload["context"])
+    return largest_context(spec, plan.kv_quant, context, kv_headroom(plan.memory))
+
+
+@dataclass(frozen=True)
+class ContextStep:
+    """One next step for a longer context, with the context it reaches."""
+
+    description: str
+    change: Mapping[str, Any]
+    max_context: int
+
+
+def next_kv_dtype(kv_dtype: str, engine: str) -> str | None:
+    step = _KV_STEPS.get(kv_dtype.lower())
+    if step == "q8_0" and engine not in _GGUF_ENGINES:
+        return "fp8"
+    if step in ("q8_0", "q4_0") and engine not in _GGUF_ENGINES:
+        return None
+    return step
+
+
+def _one_more_device(on: str | None) -> str | None:
+    """'rtx-4090' -> '2x rtx-4090'; '2x rtx-3090+nvlink' -> '3x rtx-3090+nvlink'."""
+    if not on or "this-machine" in on:
+        return None
+    from rigwise.hardware.nodes import split_count
+
+    head, plus, link = on.partition("+")
+    count, device = split_count(head)
+    return f"{count + 1}x {device}{plus}{link}"
+
+
+def context_steps(
+    options: Mapping[str, Any],
+    plan: Any,
+    spec: ModelSpec,
+    replan: Callable[[Mapping[str, Any]], Any],
+) -> tuple[ContextStep, ...]:
+    """What a smaller KV dtype and one more device each make of the largest context."""
+    short = {**options, **_PROBE}
+    changes: list[tuple[str, dict[str, Any]]] = []
+    kv = next_kv_dtype(plan.kv_quant, plan.engine)
+    if kv:
+        changes.append((f"--kv-quant {kv}", {"kv_quant": kv}))
+    more = _one_more_device(options.get("on"))
+    if more and not options.get("cluster") and options.get("nodes", 1) == 1:
+        changes.append((f"--on '{more}'", {"on": more}))
+    steps = []
+    for label, change in changes:
+        try:
+            other = replan({**short, "quant": plan.quant, "kv_quant": plan.kv_quant, **change})
+        except (RigwiseError, ValueError):  # a step that cannot be planned is not offered
+            continue
+        reach = plan_max_context(other, spec)
+        if reach < 2:
+            continue
+        steps.append(ContextStep(f"{label}: up to {reach:,} tokens", change, reach))
+    return tuple(steps)
+
+
+def resolve_max(
+    options: Mapping[str, Any], replan: Callable[[Mapping[str, Any]], Any], spec: ModelSpec
+) -> tuple[dict[str, Any], int, tuple[ContextStep, ...]]:
+    """Options with ``context``/``prompt`` = 'max' replaced by the largest that fits."""
+    gen = int(options.get("gen", 128))
+    plan = replan({**options, **_PROBE})
+    reach = plan_max_context(plan, spec)
+    resolved = {k: v for k, v in options.items() if v != MAX}
+    steps = context_steps(options, plan, spec, replan) if reach < spec.max_context else ()
+    if reach < 2:  # not even the weights fit: plan the defaults, which say why
+        return resolved, reach, steps
+    if options.get("prompt") == MAX:
+        resolved["prompt"] = max(1, reach - gen)
+        if options.get("context") != MAX:
+            resolved.pop("context", None)
+    if options.get("context") == MAX:
+        resolved["context"] = reach
+    return resolved, reach, steps
+
+
+def plan_with_max(
+    options: Mapping[str, Any],
+    plan: Callable[..., Any],
+    replan: Callable[[Mapping[str, Any]], Any],
+    spec: ModelSpec,
+) -> Any:
+    """``plan(**options)`` at the largest context (or prompt) that fits, saying so, with the
+    next steps (a smaller KV dtype, one more device) as levers."""
+    from rigwise.estimate.levers import Lever
+
+    resolved, reach, steps = resolve_max(options, replan, spec)
+    result = plan(**resolved)
+    what = "prompt" if options.get("prompt") == MAX and options.get("context") != MAX else "context"
+    note = (
+        "not even the weights fit, at any context"
+        if reach < 2
+        else f"largest context that fits: {reach:,} tokens ({result.quant}, KV {result.kv_quant}"
+        + (", the model's maximum" if reach >= spec.max_context else "")
+        + ")"
+        + (f"; --prompt max = {resolved['prompt']:,} tokens" if what == "prompt" else "")
+    )
+    levers = tuple(
+        Lever(
+            description=f"longer context: {step.description}",
+            change=dict(step.change),
+            verdict="fits",
+            decode_tokens_per_s=None,
+            decode_speedup=None,
+            fixes_fit=False,
+        )
+        for step in steps
+    )
+    return replace(result, notes=(note, *result.notes), levers=(*levers, *result.levers))
+
+
+__all__ = [
+    "MAX",
+    "ContextStep",
+    "context_steps",
+    "default_context_tokens",
+    "kv_headroom",
+    "largest_context",
+    "plan_max_context",
+    "plan_with_max",
+    "resolve_max",
+]
+
+
+def more_devices_text(on: str, need_ratio: float, limit: int = 16) -> str | None:
+    """``on`` with enough devices for ``need_ratio`` x one device's memory (None: not a count
+    of one device, e.g. a system or this machine's CPU)."""
+    if "this-machine" in on:
+        return None
+    import math
+
+    from rigwise.hardware.nodes import find_system, split_count
+
+    head, plus, link = on.partition("+")
+    count, device = split_count(head)
+    if find_system(device) is not None:
+        return None
+    wanted = max(count + 1, math.ceil(count * need_ratio * 1.05))
+    if wanted > limit:
+        return None
+    return f"{wanted}x {device}{plus}{link}"

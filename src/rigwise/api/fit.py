@@ -1,0 +1,373 @@
+"""``fit_models(...) -> FitReport``: what runs on this hardware, every catalog model ranked.
+
+For each catalog model (``model_uses.csv`` gives its uses and released format), the quants the
+engine runs are tried from the most bits down, the released ("native") format first; the first
+that fits (and reaches ``min_tps``) is the model's best quant. Its largest context comes from the
+same plan in closed form (``rigwise.api.context``), so a model costs one plan per quant tried
+plus at most two for its lever. Ranking: models that run (fit and reach ``min_tps``) first,
+bigger models first (more parameters is what a user buys memory for), then faster; then those
+that fit but are too slow, fastest first; then those that do not fit, closest first.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rigwise.api.context import default_context_tokens, plan_max_context
+from rigwise.catalog.loader import read_csv
+from rigwise.errors import InputError, RigwiseError, UnknownNameError, closest
+from rigwise.models import ModelSpec, catalog_models
+
+USES = ("chat", "code", "reasoning", "vision", "embedding", "text", "benchmark")
+_GGUF = ("Q8_0", "Q6_K", "Q5_K_M", "Q4_K_M", "Q3_K_M", "Q2_K", "IQ2_XXS")
+_QUANTS: dict[str, tuple[str, ...]] = {
+    "llama.cpp": _GGUF,
+    "ollama": _GGUF,
+    "mlx": ("Q8_0", "Q4_0"),
+    "transformers": ("INT8", "NF4"),
+}
+_SERVER = ("FP8", "AWQ-4bit-g128")  # vLLM, SGLang, TensorRT-LLM
+_GGUF_NATIVE = ("BF16", "F16", "F32", "MXFP4_MOE")  # released formats llama.cpp converts losslessly
+RUNS, SLOW, NO_FIT = "runs", "too slow", "does not fit"
+
+
+class FitOptions(BaseModel):
+    """The options of ``rigwise fit`` (and ``/api/fit``); see ``fit_models``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    on: str | None = Field(None, description="hardware as for infer --on; blank: this machine")
+    use: Literal["chat", "code", "reasoning", "vision", "embedding", "text", "benchmark"] | None = (
+        None
+    )
+    min_tps: float | None = Field(None, gt=0, description="decode tokens/s a model must reach")
+    context: int | None = Field(None, ge=2, le=10_000_000, description="context to fit")
+    engine: str | None = Field(None, description="llama.cpp, vllm, sglang, ...")
+    benchmarks: bool = Field(False, description="include training-benchmark configurations")
+
+
+@dataclass(frozen=True)
+class ModelFit:
+    """One model on the hardware: its best quant, largest context, speeds and lever."""
+
+    model: str
+    uses: tuple[str, ...]
+    params_total: int
+    params_active: int
+    status: str  # runs | too slow | does not fit
+    quant: str
+    native: bool  # the quant is the released format
+    kv_quant: str
+    max_context: int
+    decode_tokens_per_s: float | None
+    prefill_tokens_per_s: float | None
+    memory_bytes: float
+    capacity_bytes: float
+    lever: str
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "uses": list(self.uses),
+            "params_total": self.params_total,
+            "params_active": self.params_active,
+            "status": self.status,
+            "fits": self.status != NO_FIT,
+            "quant": self.quant,
+            "native": self.native,
+            "kv_quant": self.kv_quant,
+            "max_context": self.max_context,
+            "decode_tokens_per_s": self.decode_tokens_per_s,
+            "prefill_tokens_per_s": self.prefill_tokens_per_s,
+            "memory_bytes": self.memory_bytes,
+            "capacity_bytes": self.capacity_bytes,
+            "lever": self.lever,
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True)
+class FitReport:
+    """Every catalog model ranked for one piece of hardware."""
+
+    hardware: str
+    engine: str
+    context: int
+    use: str | None
+    min_tps: float | None
+    models: tuple[ModelFit, ...]
+    notes: tuple[str, ...]
+    seconds: float
+
+    @property
+    def runs(self) -> tuple[ModelFit, ...]:
+        return tuple(m for m in self.models if m.status == RUNS)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "hardware": self.hardware,
+            "engine": self.engine,
+            "context": self.context,
+            "use": self.use,
+            "min_tps": self.min_tps,
+            "runs": len(self.runs),
+            "models": [m.to_dict() for m in self.models],
+            "notes": list(self.notes),
+            "seconds": self.seconds,
+        }
+
+
+@dataclass(frozen=True)
+class _Use:
+    uses: tuple[str, ...]
+    native_quant: str
+
+
+def model_uses() -> dict[str, _Use]:
+    """model_uses.csv by model name."""
+    return {
+        row["model"]: _Use(
+            tuple(u for u in row["uses"].split(";") if u), row["native_quant"] or "BF16"
+        )
+        for row in read_csv("model_uses.csv")
+    }
+
+
+def quant_ladder(engine: str, native: str) -> tuple[str, ...]:
+    """Quants to try for ``engine``, most bits first, the released format first of all."""
+    if engine in ("llama.cpp", "ollama", "mlx"):
+        first = (native,) if native in _GGUF_NATIVE else ()
+        return (*first, *_QUANTS[engine])
+    rest = _QUANTS.get(engine, _SERVER)
+    return (native, *(q for q in rest if q != native))
+
+
+def _check_use(use: str | None) -> None:
+    if use is not None and use not in USES:
+        raise UnknownNameError("use", use, closest(use, USES))
+
+
+def _engine(on: str, engine: str | None) -> str:
+    from rigwise.api._lookup import cached_cluster
+    from rigwise.api.infer import InferOptions, default_engine
+
+    if engine is not None:
+        engine = InferOptions.model_validate({"model": "x", "engine": engine}).engine
+    return engine or default_engine(cached_cluster(on, 1, None, None, "rtx-3090"), 1)
+
+
+Planner = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class _Tried:
+    """The plans of one model down its quant ladder."""
+
+    chosen: Any | None  # fits and reaches min_tps
+    fitting: tuple[Any, ...]  # every plan that fits
+    last: Any | None  # the plan at the fewest bits (for the reason when nothing fits)
+
+
+def _try_ladder(
+    plan: Planner, base: Mapping[str, Any], ladder: tuple[str, ...], min_tps: float | None
+) -> _Tried:
+    fitting: list[Any] = []
+    last = None
+    for quant in ladder:
+        try:
+            result = plan(**base, quant=quant)
+        except InputError:
+            continue  # this engine cannot run this quant for this model
+        last = result
+        if not result.fits:
+            continue
+        fitting.append(result)
+        speed = result.decode.tokens_per_s if result.decode else 0.0
+        if min_tps is None or speed >= min_tps:
+            return _Tried(result, tuple(fitting), last)
+    return _Tried(None, tuple(fitting), last)
+
+
+def _default_quant(base: Mapping[str, Any]) -> str:
+    from rigwise.api.infer import _DEFAULT_QUANT
+
+    return _DEFAULT_QUANT.get(str(base["engine"]), "FP8")
+
+
+def _more_devices(plan: Planner, base: Mapping[str, Any], last: Any) -> str:
+    """How many of the device it takes (at ``base``'s quant, else the plan's), checked by
+    one plan."""
+    from rigwise.api.context import more_devices_text
+
+    quant = str(base.get("quant") or last.quant)
+    bits = _bits(quant) / _bits(last.quant)
+    need = bits * max(d.total_bytes / d.capacity_bytes for d in last.memory.per_device)
+    text = more_devices_text(str(base["on"]), need)
+    if text is None:
+        total, usable = last.memory.total_bytes * bits, last.memory.capacity_bytes
+        return f"needs {total / 1e9:,.1f} GB at {quant}; {usable / 1e9:,.1f} GB usable"
+    try:
+        other = plan(**{**base, "on": text, "quant": quant})
+    except RigwiseError:
+        return f"needs {need:.1f}x this device's memory at {quant}"
+    if not other.fits:
+        return f"needs more than {text} at {quant}"
+    speed = other.decode.tokens_per_s if other.decode else 0.0
+    return f"{text}: runs at {quant}, {speed:,.1f} tok/s decode"
+
+
+def _context_lever(plan: Planner, base: Mapping[str, Any], chosen: Any, spec: ModelSpec) -> str:
+    from rigwise.api.context import next_kv_dtype
+
+    kv = next_kv_dtype(chosen.kv_quant, chosen.engine)
+    if kv is None:
+        return ""
+    try:
+        other = plan(**{**base, "quant": chosen.quant, "kv_quant": kv})
+    except RigwiseError:
+        return ""
+    return f"--kv-quant {kv}: context up to {plan_max_context(other, spec):,} tokens"
+
+
+def _row(spec: ModelSpec, use: _Use, status: str, result: Any, lever: str) -> ModelFit:
+    decode = result.decode.tokens_per_s if result.decode else None
+    prefill = result.prefill.tokens_per_s if result.prefill else None
+    fits = status != NO_FIT
+    return ModelFit(
+        model=spec.name,
+        uses=use.uses,
+        params_total=spec.params_total,
+        params_active=spec.params_active,
+        status=status,
+        quant=result.quant,
+        native=result.quant == use.native_quant,
+        kv_quant=result.kv_quant,
+        max_context=plan_max_context(result, spec) if fits else 0,
+        decode_tokens_per_s=decode,
+        prefill_tokens_per_s=prefill,
+        memory_bytes=result.memory.total_bytes,
+        capacity_bytes=result.memory.capacity_bytes,
+        lever=lever,
+        reason=result.reason,
+    )
+
+
+def fit_model(
+    plan: Planner, spec: ModelSpec, use: _Use, base: Mapping[str, Any], min_tps: float | None
+) -> ModelFit | None:
+    """One model's best quant that fits, its largest context, speeds and one lever."""
+    base = {**base, "model": spec.name, "context": min(int(base["context"]), spec.max_context)}
+    tried = _try_ladder(plan, base, quant_ladder(str(base["engine"]), use.native_quant), min_tps)
+    if tried.chosen is not None:
+        lever = ""
+        if _bits(tried.chosen.quant) < _quality_bits():
+            lever = _more_devices(plan, {**base, "quant": _default_quant(base)}, tried.chosen)
+        elif plan_max_context(tried.chosen, spec) < spec.max_context:
+            lever = _context_lever(plan, base, tried.chosen, spec)
+        return _row(spec, use, RUNS, tried.chosen, lever)
+    if tried.fitting:
+        fastest = max(tried.fitting, key=lambda p: p.decode.tokens_per_s if p.decode else 0.0)
+        lever = f"no quant reaches {min_tps:,.1f} tok/s on this hardware; a faster device does"
+        return _row(spec, use, SLOW, fastest, lever)
+    if tried.last is None:
+        return None  # the engine runs none of the quants for this model
+    return _row(spec, use, NO_FIT, tried.last, _more_devices(plan, base, tried.last))
+
+
+def _quality_bits() -> float:
+    row = next(
+        r for r in read_csv("workload_defaults.csv") if r["key"] == "quality_bits_per_weight"
+    )
+    return float(row["value"])
+
+
+def _bits(quant: str) -> float:
+    from rigwise.models import quant_format
+
+    return quant_format(quant).bits_per_weight
+
+
+def _rank_key(fit: ModelFit) -> tuple[int, float, float]:
+    speed = fit.decode_tokens_per_s or 0.0
+    if fit.status == RUNS:
+        tier = 0 if _bits(fit.quant) >= _quality_bits() else 1
+        return (tier, -float(fit.params_total), -speed)
+    if fit.status == SLOW:
+        return (2, -speed, 0.0)
+    return (3, fit.memory_bytes / max(fit.capacity_bytes, 1.0), 0.0)
+
+
+def fit_models(
+    *,
+    on: str | None = None,
+    use: str | None = None,
+    min_tps: float | None = None,
+    context: int | None = None,
+    engine: str | None = None,
+    benchmarks: bool = False,
+) -> FitReport:
+    """Every catalog model on ``on`` (None: this machine, probed), ranked (see the module doc).
+
+    ``use`` keeps models tagged with it (chat, code, reasoning, vision, embedding, text,
+    benchmark); ``min_tps``: decode tokens/s a model must reach to count as running; ``context``
+    (default: the sourced default, capped at each model's maximum); ``benchmarks``: include the
+    training-benchmark configurations that have no released weights.
+    """
+    from rigwise.api.infer import plan_inference
+
+    started = time.perf_counter()
+    _check_use(use)
+    if min_tps is not None and min_tps <= 0:
+        raise InputError(f"--min-tps {min_tps} must be positive.", hint="Use e.g. --min-tps 10.")
+    if context is not None and context < 2:
+        raise InputError(f"--context {context} is too short.", hint="Use --context 4096.")
+    hardware = on or "this-machine"
+    chosen_engine = _engine(hardware, engine)
+    context = context or default_context_tokens()
+    base = {"on": hardware, "engine": chosen_engine, "context": context, "levers": False}
+    uses = model_uses()
+    fits: list[ModelFit] = []
+    for spec in catalog_models():
+        tagged = uses.get(spec.name, _Use(("text",), "BF16"))
+        if (use is None and "benchmark" in tagged.uses and not benchmarks) or (
+            use is not None and use not in tagged.uses
+        ):
+            continue
+        row = fit_model(plan_inference, spec, tagged, base, min_tps)
+        if row is not None:
+            fits.append(row)
+    return FitReport(
+        hardware=_describe(hardware),
+        engine=chosen_engine,
+        context=context,
+        use=use,
+        min_tps=min_tps,
+        models=tuple(sorted(fits, key=_rank_key)),
+        notes=_notes(hardware, use, fits),
+        seconds=time.perf_counter() - started,
+    )
+
+
+def _describe(hardware: str) -> str:
+    if hardware != "this-machine":
+        return hardware
+    from rigwise.api.machine import this_machine
+
+    return this_machine().description
+
+
+def _notes(hardware: str, use: str | None, fits: list[ModelFit]) -> tuple[str, ...]:
+    notes: list[str] = []
+    if hardware == "this-machine":
+        from rigwise.api.machine import this_machine
+
+        notes.extend(f"assumed: {a}" for a in this_machine().assumptions)
+    if use is not None and not fits:
+        notes.append(f"No catalog model is tagged '{use}' (catalog/data/model_uses.csv).")
+    return tuple(notes)

@@ -1,0 +1,183 @@
+"""What an engine refuses to run, read from ``catalog/data/engine_rules.csv``.
+
+Rules are data (each with its source): tensor parallelism must divide the attention and KV
+heads (vLLM, SGLang, TensorRT-LLM), minimum NVIDIA compute capability, engines tied to one
+vendor, and weight formats that need native hardware (FP8 on Ada/Hopper+, with vLLM's
+documented FP8 Marlin weight-only fallback from Turing; NVFP4 on Blackwell). ``violation``
+names the first broken rule; the planner answers "does not fit" with it, and levers that
+break one are never offered (they re-plan and come back not fitting).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from rigwise.catalog.loader import read_csv
+from rigwise.hardware import Accelerator
+from rigwise.models import ModelSpec
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    engines: tuple[str, ...]
+    kind: str
+    quants: tuple[str, ...]
+    value: str
+    source: str
+
+    def applies(self, engine: str) -> bool:
+        return any(fnmatch.fnmatchcase(engine, p) for p in self.engines)
+
+
+@dataclass(frozen=True)
+class Violation:
+    rule: str
+    message: str
+    source: str
+
+    @property
+    def reason(self) -> str:
+        return f"Engine rule {self.rule}: {self.message}"
+
+
+def _globs(text: str) -> tuple[str, ...]:
+    return tuple(p.strip().lower() for p in text.split(";") if p.strip())
+
+
+@functools.cache
+def rules() -> tuple[Rule, ...]:
+    return tuple(
+        Rule(
+            name=row["rule"],
+            engines=_globs(row["engine"]),
+            kind=row["kind"],
+            quants=_globs(row["quant"]),
+            value=row["value"],
+            source=row["source"],
+        )
+        for row in read_csv("engine_rules.csv")
+    )
+
+
+@functools.cache
+def compute_capability(accelerator_id: str) -> float | None:
+    """NVIDIA compute capability of a catalog id (None where none is listed)."""
+    for row in read_csv("compute_capability.csv"):
+        if fnmatch.fnmatchcase(accelerator_id, row["accelerator"]):
+            return float(row["compute_capability"])
+    return None
+
+
+def _meets(accelerator: Accelerator, need: str) -> bool:
+    if need in ("fp8_peak", "fp4_peak"):
+        return bool(accelerator.flops.get(need.removesuffix("_peak")))
+    if need.startswith("cc>="):
+        cc = compute_capability(accelerator.id)
+        return cc is not None and cc >= float(need[4:])
+    raise ValueError(f"engine_rules.csv: unknown requirement {need!r}")
+
+
+def _layout_violation(rule: Rule, spec: ModelSpec, attention_tp: int) -> str | None:
+    heads, kv = spec.num_attention_heads, spec.num_kv_heads
+    if rule.kind == "heads_divide" and heads % attention_tp:
+        return f"tensor parallel {attention_tp} does not divide {spec.name}'s {heads} heads."
+    if rule.kind == "kv_heads_divide" and spec.mla is None:
+        ok = kv % attention_tp == 0 if kv >= attention_tp else attention_tp % kv == 0
+        if not ok:
+            return (
+                f"tensor parallel {attention_tp} and {spec.name}'s {kv} KV heads: "
+                "one must divide the other."
+            )
+    return None
+
+
+def vendor_violation(engine: str, accelerators: Iterable[Accelerator]) -> Violation | None:
+    """An engine tied to one vendor asked to run elsewhere (bad input, not a layout)."""
+    for rule in rules():
+        if rule.kind != "vendor" or not rule.applies(engine):
+            continue
+        for accelerator in accelerators:
+            if accelerator.vendor.lower() != rule.value.lower():
+                return Violation(
+                    rule.name,
+                    f"--engine {engine} does not run on {accelerator.id} ({accelerator.vendor}).",
+                    rule.source,
+                )
+    return None
+
+
+def _device_violation(rule: Rule, accelerator: Accelerator) -> str | None:
+    if rule.kind == "min_compute_capability":
+        cc = compute_capability(accelerator.id)
+        if cc is not None and cc < float(rule.value):
+            return f"needs compute capability {rule.value}+; {accelerator.id} has {cc}."
+    return None
+
+
+def _quant_violation(
+    engine: str, quant: str, accelerator: Accelerator, active: list[Rule]
+) -> Violation | None:
+    matching = [
+        r
+        for r in active
+        if r.kind == "quant" and any(fnmatch.fnmatchcase(quant, q) for q in r.quants)
+    ]
+    if not matching or any(_meets(accelerator, r.value) for r in matching):
+        return None
+    first = matching[0]
+    return Violation(
+        first.name,
+        f"{engine} cannot run {quant.upper()} weights on {accelerator.id} "
+        f"(needs {' or '.join(r.value for r in matching)}).",
+        first.source,
+    )
+
+
+def violation(
+    engine: str,
+    spec: ModelSpec,
+    accelerators: Iterable[Accelerator],
+    quant: str,
+    attention_tp: Iterable[int],
+) -> Violation | None:
+    """The first engine rule this deployment breaks, or None."""
+    active = [r for r in rules() if r.applies(engine)]
+    for width in sorted(set(attention_tp)):
+        for rule in active:
+            message = _layout_violation(rule, spec, width)
+            if message:
+                return Violation(rule.name, message, rule.source)
+    for accelerator in {a.id: a for a in accelerators}.values():
+        for rule in active:
+            message = _device_violation(rule, accelerator)
+            if message:
+                return Violation(rule.name, message, rule.source)
+        found = _quant_violation(engine, quant.lower(), accelerator, active)
+        if found:
+            return found
+    return None
+
+
+@dataclass(frozen=True)
+class EngineDefaults:
+    default_context: int  # 0: prompt + gen
+    auto_offload: bool
+    source: str
+
+
+@functools.cache
+def engine_defaults(engine: str, memory_bytes: float) -> EngineDefaults:
+    """The engine's own context and offload defaults on a device of ``memory_bytes``."""
+    gib = memory_bytes / 2**30
+    for row in read_csv("engine_defaults.csv"):
+        if not any(fnmatch.fnmatchcase(engine, p) for p in _globs(row["engine"])):
+            continue
+        if float(row["min_vram_gb"]) <= gib < float(row["max_vram_gb"]):
+            return EngineDefaults(
+                int(row["default_context"]), row["auto_offload"].lower() == "true", row["source"]
+            )
+    return EngineDefaults(0, False, "")

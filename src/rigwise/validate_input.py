@@ -1,0 +1,243 @@
+"""Guards for what enters rigwise from outside: files, YAML/JSON text and numbers.
+
+Every reader of a user file goes through ``read_user_text`` (a regular file, bounded in size,
+UTF-8) and ``load_yaml``/``load_json`` (bounded nesting, no YAML aliases, so no "billion laughs"),
+and every number from a user passes ``bounded_number``; each failure is an ``InputError`` naming
+the value and the fix, never a traceback or unbounded work.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import stat
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import yaml
+
+from rigwise.errors import InputError, shown_value
+
+MAX_FILE_BYTES = 4 * 1024 * 1024
+"""Largest text file (config, rig, cluster, queries line set) read from a user: 4 MiB."""
+MAX_NESTING = 64
+"""Deepest nesting of lists/mappings accepted in a user YAML or JSON document."""
+
+
+def read_user_text(path: str | Path, what: str, *, max_bytes: int = MAX_FILE_BYTES) -> str:
+    """The UTF-8 text of the regular file ``path``; InputError if missing, a directory or device,
+    larger than ``max_bytes`` or not text."""
+    file = Path(path)
+    hint = f"Give the path of a {what} (a text file under {max_bytes // 1024:,} KiB)."
+    try:
+        info = file.stat()
+    except (OSError, ValueError) as exc:
+        reason = getattr(exc, "strerror", None) or "not found"
+        raise InputError(
+            f"Cannot read {what} {shown_value(str(file), 240)}: {reason}.", hint=hint
+        ) from None
+    if stat.S_ISDIR(info.st_mode):
+        raise InputError(
+            f"{what.capitalize()} {shown_value(str(file), 240)} is a directory.", hint=hint
+        )
+    if not stat.S_ISREG(info.st_mode):
+        raise InputError(
+            f"{what.capitalize()} {shown_value(str(file), 240)} is not a regular file.", hint=hint
+        )
+    if info.st_size > max_bytes:
+        raise InputError(
+            f"{what.capitalize()} {shown_value(str(file), 240)} is {info.st_size:,} bytes, "
+            f"over the {max_bytes:,}-byte limit.",
+            hint=hint,
+        )
+    try:
+        with file.open("rb") as handle:
+            data = handle.read(max_bytes + 1)
+    except OSError as exc:
+        raise InputError(
+            f"Cannot read {what} {shown_value(str(file), 240)}: {exc.strerror}.", hint=hint
+        ) from None
+    if len(data) > max_bytes:
+        raise InputError(
+            f"{what.capitalize()} {shown_value(str(file), 240)} is too large.", hint=hint
+        )
+    return decode_text(data, f"{what} {shown_value(str(file), 240)}")
+
+
+def open_text_lines(path: str, what: str, max_line_bytes: int) -> Iterator[tuple[int, str | None]]:
+    """Numbered lines of a text file or of stdin ('-'), streamed (a queries file may be long);
+    a line over ``max_line_bytes`` comes back as None (skipped without holding it in memory).
+    InputError for a missing path, a directory, a device or binary content."""
+    if path == "-":
+        yield from _lines(sys.stdin.buffer, what, "stdin", max_line_bytes)
+        return
+    file = Path(path)
+    try:
+        info = file.stat()
+    except (OSError, ValueError) as exc:
+        reason = getattr(exc, "strerror", None) or "not found"
+        raise InputError(
+            f"Cannot read {what} {shown_value(path, 240)}: {reason}.", hint="Check the path."
+        ) from None
+    if not stat.S_ISREG(info.st_mode):
+        kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+        raise InputError(
+            f"{what.capitalize()} {shown_value(path, 240)} is {kind}.",
+            hint="Give a JSONL file (one JSON object per line) or '-' for stdin.",
+        )
+    with file.open("rb") as handle:
+        yield from _lines(handle, what, shown_value(path, 240), max_line_bytes)
+
+
+def _lines(handle: BinaryIO, what: str, name: str, limit: int) -> Iterator[tuple[int, str | None]]:
+    number = 0
+    while True:
+        raw = handle.readline(limit + 1)
+        if not raw:
+            return
+        number += 1
+        if len(raw) > limit and not raw.endswith(b"\n"):
+            while raw and not raw.endswith(b"\n"):  # drop the rest of the long line
+                raw = handle.readline(1 << 16)
+            yield number, None
+            continue
+        yield number, decode_text(raw, f"{what} {name}, line {number},")
+
+
+def decode_text(data: bytes, where: str) -> str:
+    """UTF-8 bytes -> text; InputError (with the byte offset) for binary content."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"{where} is not UTF-8 text (byte {exc.start}).", hint="Give a text file."
+        ) from None
+    if "\x00" in text:
+        raise InputError(f"{where} contains NUL bytes (binary?).", hint="Give a text file.")
+    return text
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader without aliases (billion laughs) and with bounded nesting (the
+    composer recurses once per level, so a 50,000-deep document would hit RecursionError)."""
+
+    _depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.composer.ComposerError(
+                None, None, "aliases (*name) are not accepted", event.start_mark
+            )
+        self._depth += 1
+        try:
+            if self._depth > MAX_NESTING:
+                raise yaml.composer.ComposerError(
+                    None,
+                    None,
+                    f"nesting deeper than {MAX_NESTING} levels",
+                    self.peek_event().start_mark,
+                )
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+def load_yaml(text: str, where: str) -> Any:
+    """YAML text -> data, safely (no tags, no aliases, nesting <= MAX_NESTING)."""
+    try:
+        return yaml.load(text, Loader=_BoundedLoader)  # a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        raise InputError(
+            f"{where} is not valid YAML: {_first_line(exc)}",
+            hint="Check the indentation and the line named; aliases are not accepted.",
+        ) from None
+    except RecursionError:
+        raise InputError(f"{where} is nested too deeply.", hint="Flatten the file.") from None
+
+
+def load_json(text: str, where: str, *, allow_constants: bool = False) -> Any:
+    """JSON text -> data; InputError for syntax errors, nesting > MAX_NESTING and (unless
+    ``allow_constants``, for files whose numbers are checked key by key) NaN/Infinity."""
+    if _max_depth(text) > MAX_NESTING:
+        raise InputError(
+            f"{where} nests deeper than {MAX_NESTING} levels.", hint="Flatten the JSON."
+        )
+    try:
+        if allow_constants:
+            return json.loads(text)
+        return json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"{where} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno}).",
+            hint="Check the JSON syntax at that position.",
+        ) from None
+    except (ValueError, RecursionError) as exc:
+        raise InputError(f"{where} is not valid JSON: {exc}", hint="Use finite numbers.") from None
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON accepts")
+
+
+def _max_depth(text: str) -> int:
+    """Upper bound of the bracket nesting of JSON text (strings included, which only
+    over-counts inside strings; a cheap scan that needs no recursion)."""
+    if text.count("[") + text.count("{") <= MAX_NESTING:
+        return 0
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
+def _first_line(exc: yaml.YAMLError) -> str:
+    text = str(exc).strip().splitlines()
+    return " ".join(line.strip() for line in text[:4])[:300]
+
+
+def bounded_number(
+    value: Any,
+    name: str,
+    *,
+    low: float = 0.0,
+    high: float,
+    low_open: bool = True,
+    integer: bool = False,
+) -> float:
+    """``value`` as a finite number in (``low``, ``high``] (``[low, high]`` when not
+    ``low_open``); InputError naming ``name`` and the bounds otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InputError(
+            f"{name} must be a number, got {shown_value(value)}.", hint=_range(low, high, low_open)
+        )
+    number = float(value) if not isinstance(value, int) or abs(value) < 2**1023 else math.inf
+    too_low = number <= low if low_open else number < low
+    if not math.isfinite(number) or too_low or number > high:
+        raise InputError(
+            f"{name} = {shown_value(value)} is out of range.", hint=_range(low, high, low_open)
+        )
+    if integer and number != int(number):
+        raise InputError(f"{name} must be a whole number, got {shown_value(value)}.")
+    return number
+
+
+def _range(low: float, high: float, low_open: bool) -> str:
+    bracket = "(" if low_open else "["
+    return f"Use a finite number in {bracket}{low:g}, {high:g}]."

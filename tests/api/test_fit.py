@@ -1,0 +1,98 @@
+"""rigwise fit: every catalog model ranked for one piece of hardware."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from rigwise.api.fit import fit_models, model_uses, quant_ladder
+from rigwise.api.infer import plan_inference
+from rigwise.errors import InputError, UnknownNameError
+from rigwise.models import catalog_models
+
+FAKE = Path(__file__).parents[1] / "probe" / "fake_degraded.yaml"
+
+
+def test_every_catalog_model_has_uses_and_a_source() -> None:
+    uses = model_uses()
+    assert {m.name for m in catalog_models()} <= set(uses)
+
+
+def test_the_ranking_on_a_3090_is_consistent_with_single_plans() -> None:
+    report = fit_models(on="rtx-3090")
+    by_name = {m.model: m for m in report.models}
+    assert len(report.models) > 40  # every model with released weights
+    eight = by_name["llama-3.1-8b"]
+    assert eight.status == "runs" and eight.quant == "BF16" and eight.native
+    single = plan_inference(model="llama-3.1-8b", on="rtx-3090", quant="BF16", context=4096)
+    assert eight.decode_tokens_per_s == pytest.approx(single.decode.tokens_per_s)
+    # a bigger model that runs at >= 4 bits ranks above a smaller one
+    names = [m.model for m in report.models]
+    assert names.index("qwen2.5-32b") < names.index("llama-3.1-8b")
+    # 70B runs only at 2 bits: after every model that runs at 4 bits or more
+    assert names.index("llama-3.1-70b") > names.index("qwen2.5-0.5b")
+    assert by_name["llama-3.1-70b"].lever.startswith("2x rtx-3090: runs at Q4_K_M")
+
+
+def test_a_model_that_does_not_fit_names_the_devices_it_needs() -> None:
+    report = fit_models(on="rtx-3090", use="reasoning")
+    r1 = next(m for m in report.models if m.model == "deepseek-r1")
+    assert r1.status == "does not fit" and r1.max_context == 0
+    assert "x rtx-3090" in r1.lever
+    assert all("reasoning" in m.uses for m in report.models)
+
+
+def test_the_best_quant_fits_and_the_next_better_one_does_not() -> None:
+    report = fit_models(on="rtx-4090")
+    for fit in report.models:
+        if fit.status != "runs":
+            continue
+        ladder = quant_ladder("llama.cpp", model_uses()[fit.model].native_quant)
+        index = ladder.index(fit.quant)
+        if index:
+            better = plan_inference(
+                model=fit.model, on="rtx-4090", quant=ladder[index - 1], context=4096,
+                levers=False,
+            )  # fmt: skip
+            assert not better.fits, fit.model
+
+
+def test_min_tps_moves_slow_models_down() -> None:
+    report = fit_models(on="rtx-3090", min_tps=100)
+    for fit in report.runs:
+        assert fit.decode_tokens_per_s is not None and fit.decode_tokens_per_s >= 100
+    assert any(m.status == "too slow" for m in report.models)
+
+
+def test_the_whole_catalog_takes_under_a_second() -> None:
+    fit_models(on="rtx-3090")  # warm the catalog caches, as a running UI has them
+    started = time.perf_counter()
+    report = fit_models(on="rtx-4090", context=8192)
+    assert time.perf_counter() - started < 1.0
+    assert report.context == 8192
+
+
+def test_this_machine_is_probed(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rigwise.api import machine
+
+    monkeypatch.setenv("RIGWISE_FAKE_HARDWARE", str(FAKE))
+    machine.this_machine.cache_clear()
+    from rigwise.api import _lookup
+
+    _lookup.cached_cluster.cache_clear()
+    try:
+        report = fit_models()
+        assert report.hardware == "2x rtx-4090 (this machine)"
+        assert len(report.runs) > 30
+    finally:
+        machine.this_machine.cache_clear()
+        _lookup.cached_cluster.cache_clear()
+
+
+def test_bad_options_are_input_errors() -> None:
+    with pytest.raises(UnknownNameError):
+        fit_models(on="rtx-3090", use="chatt")
+    with pytest.raises(InputError):
+        fit_models(on="rtx-3090", min_tps=0)

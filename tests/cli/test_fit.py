@@ -1,0 +1,26 @@
+"""`rigwise fit` through click's test runner."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from rigwise.cli import cli
+
+
+def test_fit_json_ranks_every_model_with_quant_context_and_speed() -> None:
+    result = CliRunner().invoke(cli, ["fit", "--on", "rtx-3090", "--json"])
+    assert result.exit_code == 0
+    report = json.loads(result.output)
+    first = report["models"][0]
+    assert first["status"] == "runs" and first["max_context"] > 0
+    assert first["decode_tokens_per_s"] > 0 and first["quant"]
+    assert report["seconds"] < 1.0
+
+
+def test_fit_text_names_the_hardware_and_the_lever() -> None:
+    result = CliRunner().invoke(cli, ["fit", "--on", "rtx-4090", "--use", "reasoning"])
+    assert result.exit_code == 0
+    assert "rtx-4090 (llama.cpp, context 4,096)" in result.output
+    assert "deepseek-r1" in result.output and "x rtx-4090" in result.output

@@ -1,0 +1,94 @@
+"""Engine rules (catalog/data/engine_rules.csv): each rule refuses what its source says the
+engine refuses, lets through what it accepts, and a refused layout is never a lever."""
+
+from __future__ import annotations
+
+import pytest
+
+from rigwise.api.infer import plan_inference
+from rigwise.errors import InputError
+from rigwise.estimate.engine_rules import compute_capability, engine_defaults, rules
+
+
+def _plan(**options: object) -> object:
+    return plan_inference(**{"prompt": 512, "gen": 128, "levers": False, **options})
+
+
+def test_every_rule_has_a_source_and_a_known_kind() -> None:
+    kinds = {"heads_divide", "kv_heads_divide", "min_compute_capability", "vendor", "quant"}
+    assert rules() and all(rule.source and rule.kind in kinds for rule in rules())
+
+
+@pytest.mark.parametrize(
+    ("options", "rule"),
+    [
+        # vLLM: 'Total number of attention heads (64) must be divisible by tensor parallel size (3)'
+        (dict(model="llama-3-70b", on="3x rtx-3090", engine="vllm", quant="AWQ"),
+         "tp-divides-attention-heads"),
+        (dict(model="llama-3-70b", on="6x a100-sxm-80gb", engine="sglang", tp=6, quant="FP8"),
+         "tp-divides-attention-heads"),
+        # vLLM needs compute capability 7.5 (Pascal P40 is 6.1)
+        (dict(model="llama-3-8b", on="p40", engine="vllm", quant="FP8"), "vllm-min-cc"),
+        # FP8 weights need FP8 tensor cores in TensorRT-LLM (A100 has none)
+        (dict(model="llama-3-8b", on="a100-sxm-80gb", engine="tensorrt-llm", quant="FP8"),
+         "fp8-native"),
+        # NVFP4 needs Blackwell
+        (dict(model="llama-3-8b", on="h100-sxm", engine="vllm", quant="NVFP4"), "nvfp4-blackwell"),
+    ],
+)  # fmt: skip
+def test_a_refused_layout_does_not_fit_and_names_its_rule(options: dict, rule: str) -> None:
+    plan = _plan(**options)
+    assert not plan.fits  # type: ignore[attr-defined]
+    assert plan.broken_rule == rule  # type: ignore[attr-defined]
+    assert rule in plan.reason  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        dict(model="llama-3-70b", on="4x a100-sxm-80gb", engine="vllm", quant="FP8"),  # Marlin
+        dict(model="llama-3-8b", on="rtx-4090", engine="tensorrt-llm", quant="FP8"),  # Ada
+        dict(model="llama-3-8b", on="b200", engine="vllm", quant="NVFP4"),
+        dict(model="llama-3-8b", on="8x h100-sxm", engine="vllm", tp=8),  # 8 KV heads, tp 8
+        dict(model="qwen2.5-7b", on="8x h100-sxm", engine="vllm", tp=4),  # 28 heads, 4 KV
+        dict(model="llama-3-70b", on="dgx-h100", nodes=2, network="ib-ndr", engine="vllm", tp=16),
+        dict(model="llama-3-70b", on="3x rtx-3090", engine="llama.cpp"),  # layer split: no rule
+    ],
+)
+def test_what_the_engine_accepts_passes(options: dict) -> None:
+    assert _plan(**options).broken_rule == ""  # type: ignore[attr-defined]
+
+
+def test_kv_heads_must_divide_or_be_divided() -> None:
+    # qwen2.5-7b: 28 heads, 4 KV heads; tp 7 divides the 28 heads but neither 4 % 7 nor 7 % 4
+    # is 0 (tp 16 on llama-3-70b's 8 KV heads copies each twice: accepted above).
+    plan = _plan(model="qwen2.5-7b", on="7x a100-sxm-80gb", engine="vllm", tp=7)
+    assert plan.broken_rule == "tp-kv-heads"  # type: ignore[attr-defined]
+
+
+def test_a_refused_layout_is_never_a_lever() -> None:
+    plan = plan_inference(
+        model="llama-3-70b", on="2x rtx-3090", engine="vllm", quant="AWQ", prompt=512, gen=128
+    )
+    assert all(lever.change.get("on") != "3x rtx-3090" for lever in plan.levers)
+
+
+def test_an_engine_of_another_vendor_is_bad_input_naming_the_rule() -> None:
+    with pytest.raises(InputError, match="tensorrt-llm-nvidia-only"):
+        _plan(model="llama-3-8b", on="mi300x", engine="tensorrt-llm")
+
+
+def test_compute_capability_comes_from_the_data() -> None:
+    assert compute_capability("p40") == 6.1
+    assert compute_capability("h100-sxm") == 9.0
+    assert compute_capability("rtx-4090") == 8.9
+    assert compute_capability("mi300x") is None
+
+
+def test_ollama_reserves_its_own_default_context_by_vram() -> None:
+    # docs/context-length.mdx: < 24 GiB -> 4k, 24-48 GiB -> 32k
+    assert engine_defaults("ollama", 12 * 2**30).default_context == 4096
+    assert engine_defaults("ollama", 24 * 2**30).default_context == 32768
+    assert engine_defaults("vllm", 80 * 2**30).default_context == 0
+    plan = _plan(model="llama-3-8b", on="rtx-3060-12gb", engine="ollama")
+    assert plan.workload["context"] == 4096  # type: ignore[attr-defined]

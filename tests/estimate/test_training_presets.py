@@ -1,0 +1,134 @@
+"""Framework presets, sharded LoRA, pure bf16, goodput and the power curve."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from rigwise.api.train import plan_training
+from rigwise.errors import InputError
+from rigwise.estimate.power import power_point
+from rigwise.estimate.training_presets import framework_settings, frameworks
+
+UNSLOTH = (
+    Path(__file__).parents[2] / "src/rigwise/validation/data/training/unsloth_finetune_minimums.csv"
+)
+
+
+def test_every_framework_of_the_issue_has_a_preset_with_a_source() -> None:
+    wanted = {"torchtune", "unsloth", "hf-trainer", "axolotl", "litgpt"}
+    wanted |= {"deepspeed", "megatron", "nemo", "torchtitan"}
+    assert wanted <= set(frameworks())
+    for name in wanted:
+        assert framework_settings(name, "lora", 1)
+
+
+def test_scopes_layer_single_multi_and_method() -> None:
+    single = framework_settings("torchtune", "full", 1)
+    multi = framework_settings("torchtune", "full", 8)
+    assert single["optimizer_in_backward"] is True and "zero" not in single
+    assert multi["zero"] == 3 and "optimizer_in_backward" not in multi
+    assert framework_settings("litgpt", "lora", 1)["recompute"] == "none"
+    assert framework_settings("litgpt", "lora", 4)["recompute"] == "full"
+
+
+def test_explicit_flags_override_the_preset() -> None:
+    plan = plan_training(
+        model="llama-3.1-8b", on="rtx-4090", method="lora", framework="unsloth", lora_rank=64
+    )
+    preset = plan_training(model="llama-3.1-8b", on="rtx-4090", method="lora", framework="unsloth")
+    assert plan.memory_per_gpu is not None and preset.memory_per_gpu is not None
+    assert plan.memory_per_gpu.gradients_bytes == pytest.approx(
+        4 * preset.memory_per_gpu.gradients_bytes
+    )
+
+
+def test_unknown_framework_is_bad_input_naming_the_choices() -> None:
+    with pytest.raises(InputError, match="torchtune"):
+        plan_training(model="llama-3.1-8b", on="rtx-4090", framework="torchtun")
+
+
+@pytest.mark.parametrize(
+    "row", list(csv.DictReader(line for line in UNSLOTH.open() if not line.startswith("#")))
+)
+def test_unsloth_preset_memory_against_its_published_minimum(row: dict[str, str]) -> None:
+    """Unsloth's published minimum VRAM (docs requirements table; not a fit row)."""
+    plan = plan_training(
+        model=row["model"],
+        method=row["method"],
+        on="h100-sxm",
+        framework="unsloth",
+        seq=512,
+        global_batch=1,
+    )
+    assert plan.memory_per_gpu is not None
+    measured = float(row["min_vram_gb"]) * 1e9
+    assert plan.memory_per_gpu.total_bytes == pytest.approx(measured, rel=0.25)
+
+
+def test_fsdp_shards_the_frozen_base_of_lora_and_qlora() -> None:
+    common = {"model": "llama-3.1-70b", "on": "8x h100-sxm", "global_batch": 8}
+    # Every layout flag fixed: the unsharded plan does not fit and must not be searched away.
+    common |= {"tp": 1, "pp": 1, "cp": 1, "ep": 1, "vpp": 1, "micro_batch": 1}
+    common |= {"sequence_parallel": False}
+    for method, per_param in (("lora", 2.0), ("qlora", 0.52)):
+        kept = plan_training(**common, method=method, zero=0, recompute="full")
+        sharded = plan_training(**common, method=method, zero=3, recompute="full")
+        assert kept.memory_per_gpu is not None and sharded.memory_per_gpu is not None
+        full = kept.memory_per_gpu.weights_bytes
+        assert full > 70.6e9 * per_param * 0.95
+        assert kept.fits == (method == "qlora")
+        # One eighth of the base, plus two gathered layers and the tiny adapters.
+        assert sharded.memory_per_gpu.weights_bytes < full / 8 + 2.5e9 * per_param
+        assert sharded.fits
+
+
+def test_pure_bf16_keeps_8_bytes_of_state_per_parameter_not_18() -> None:
+    common = {"model": "llama-3.1-8b", "on": "h200", "method": "full", "recompute": "full"}
+    mixed = plan_training(**common, global_batch=1)
+    pure = plan_training(**common, global_batch=1, pure_bf16=True)
+    assert mixed.memory_per_gpu is not None and pure.memory_per_gpu is not None
+    m, p = mixed.memory_per_gpu, pure.memory_per_gpu
+    params = 8.03e9
+    assert m.gradients_bytes + m.optimizer_bytes == pytest.approx(16 * params, rel=0.01)
+    assert p.gradients_bytes + p.optimizer_bytes == pytest.approx(6 * params, rel=0.01)
+
+
+def test_optimizer_in_backward_keeps_only_the_largest_gradient() -> None:
+    common = {"model": "llama-3.1-8b", "on": "h200", "method": "full", "pure_bf16": True}
+    plan = plan_training(**common, optimizer_in_backward=True)
+    assert plan.memory_per_gpu is not None
+    # The largest tensor is the 128256 x 4096 embedding: 525M bf16 gradients.
+    assert plan.memory_per_gpu.gradients_bytes == pytest.approx(128256 * 4096 * 2, rel=0.01)
+
+
+@pytest.mark.parametrize(("device", "tdp"), [("h100-sxm", 700.0), ("rtx-3090", 350.0)])
+def test_energy_falls_as_the_power_cap_falls(device: str, tdp: float) -> None:
+    points = [
+        power_point(device, tdp, tdp * f, exponent=0.33, utilisation=0.8)
+        for f in (1.0, 0.9, 0.8, 0.7, 0.6)
+    ]
+    speeds = [p.relative_throughput for p in points]
+    energy = [p.drawn_watts / p.relative_throughput for p in points]
+    assert speeds == sorted(speeds, reverse=True) and speeds[0] == 1.0
+    assert energy == sorted(energy, reverse=True) and energy[-1] < 0.85 * energy[0]
+
+
+def test_train_energy_falls_with_the_cap() -> None:
+    common = {"model": "llama-3.1-8b", "on": "rtx-3090", "method": "qlora", "tokens": "10M"}
+    stock = plan_training(**common)
+    capped = plan_training(**common, power_limit=200)
+    assert stock.energy_kwh is not None and capped.energy_kwh is not None
+    assert capped.energy_kwh < stock.energy_kwh
+    assert capped.time_to_train_s is not None and stock.time_to_train_s is not None
+    assert capped.time_to_train_s > stock.time_to_train_s
+
+
+def test_goodput_stretches_time_and_cost() -> None:
+    common = {"model": "llama-3.1-8b", "on": "8x h100-sxm", "zero": 3, "tokens": "1B"}
+    ideal = plan_training(**common, goodput=1.0, price=2.0)
+    real = plan_training(**common, goodput=0.8, price=2.0)
+    assert real.gpu_hours == pytest.approx(ideal.gpu_hours / 0.8)
+    assert real.cost_usd == pytest.approx(ideal.cost_usd / 0.8)
