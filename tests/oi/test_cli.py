@@ -34,8 +34,15 @@ def test_simulate_json_has_the_named_keys(capsys) -> None:  # type: ignore[no-un
     code, out, _ = call(capsys, "oi", "simulate", "--days", "1", "--seed", "1", "--json")
     assert code == 0
     report = json.loads(out)
-    for key in ("health_index", "alarms", "max_housing_volume_ml", "housing_capacity_ml",
-                "dosed_ml", "removed_ml", "ledger_error_ml"):
+    for key in (
+        "health_index",
+        "alarms",
+        "max_housing_volume_ml",
+        "housing_capacity_ml",
+        "dosed_ml",
+        "removed_ml",
+        "ledger_error_ml",
+    ):
         assert key in report
 
 
@@ -63,13 +70,36 @@ def test_status_on_a_missing_store_exits_2(capsys, tmp_path: Path) -> None:  # t
 def test_run_then_status_alarms_and_ack(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     db = str(tmp_path / "oi.sqlite3")
     assert call(capsys, "oi", "init", "--db", db, "--json")[0] == 0
-    code, out, _ = call(capsys, "oi", "run", "--db", db, "--duration", "2h", "--period", "60s",
-                        "--fault", "occlusion@1h+2h", "--json")
+    code, out, _ = call(
+        capsys,
+        "oi",
+        "run",
+        "--db",
+        db,
+        "--duration",
+        "2h",
+        "--period",
+        "60s",
+        "--fault",
+        "occlusion@1h+2h",
+        "--json",
+    )
     assert code == 0 and "occlusion:feed" in json.loads(out)["latched_alarms"]
     code, out, _ = call(capsys, "oi", "ack", "occlusion", "--db", db, "--json")
     assert code == 1 and json.loads(out)["refused"]  # the line is still blocked
-    call(capsys, "oi", "run", "--db", db, "--duration", "2h", "--period", "60s",
-         "--fault", "occlusion@1h+2h")
+    call(
+        capsys,
+        "oi",
+        "run",
+        "--db",
+        db,
+        "--duration",
+        "2h",
+        "--period",
+        "60s",
+        "--fault",
+        "occlusion@1h+2h",
+    )
     code, out, _ = call(capsys, "oi", "status", "--db", db, "--json")
     assert json.loads(out)["health_index"] == "ALARM"  # cleared, not yet acknowledged
     code, out, _ = call(capsys, "oi", "ack", "all", "--db", db, "--json")
@@ -81,8 +111,20 @@ def test_run_then_status_alarms_and_ack(capsys, tmp_path: Path) -> None:  # type
 
 def test_calibrate_pump_fits_and_stores_provenance(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     db = str(tmp_path / "oi.sqlite3")
-    code, out, _ = call(capsys, "oi", "calibrate", "pump", "feed", "--run", "60:1.007",
-                        "--run", "120:2.014", "--db", db, "--json")
+    code, out, _ = call(
+        capsys,
+        "oi",
+        "calibrate",
+        "pump",
+        "feed",
+        "--run",
+        "60:1.007",
+        "--run",
+        "120:2.014",
+        "--db",
+        db,
+        "--json",
+    )
     cal = json.loads(out)
     assert code == 0 and cal["flow_ml_per_s"] == pytest.approx(1 / 60, rel=1e-6)
     assert cal["id"].startswith("cal-") and cal["offset_ml"] == pytest.approx(0, abs=1e-9)
@@ -91,6 +133,8 @@ def test_calibrate_pump_fits_and_stores_provenance(capsys, tmp_path: Path) -> No
 def test_no_traceback_from_a_subprocess(tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "rigwise", "oi", "simulate", "--period", "1ms"],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
