@@ -65,6 +65,7 @@ def test_json_keys_are_the_documented_ones() -> None:
         "other_bytes",
         "total_bytes",
         "capacity_bytes",
+        "total_bytes_interval",  # P10-P90 range (estimate/plan_intervals.py)
     }
     assert data["step"]["seconds"] == pytest.approx(
         sum(v for k, v in data["step"].items() if k.endswith("_s"))

@@ -37,6 +37,7 @@ from rigwise.estimate.inference_memory import (
     stage_memory,
     summarize,
 )
+from rigwise.estimate.plan_intervals import add_inference_intervals
 from rigwise.estimate.power import capped_inference
 from rigwise.estimate.serving import ServingEstimate
 from rigwise.estimate.serving_layout import (
@@ -149,7 +150,7 @@ class InferencePlan:
         return self.prefill.seconds if self.prefill else None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data = {
             "model": self.model,
             "hardware": self.hardware,
             "engine": self.engine,
@@ -171,6 +172,7 @@ class InferencePlan:
             "notes": list(self.notes),
             "broken_rule": self.broken_rule or None,
         }
+        return add_inference_intervals(data)  # P10-P90 ranges: estimate/plan_intervals.py
 
 
 def _model(name: str) -> ModelSpec:

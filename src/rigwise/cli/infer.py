@@ -88,6 +88,10 @@ def run_queries(path: str) -> int:
 @click.option("--calibrated", is_flag=True, help="Use factors measured by `rigwise bench`.")
 @click.option("--no-levers", is_flag=True, help="Skip the levers (faster).")
 @click.option("--queries", type=click.Path(allow_dash=True), help="JSONL file of plans to run.")
+@click.option("--search", is_flag=True, help="Search serving layouts (agg and disagg) instead.")
+@click.option("--slo-ttft", help="With --search: time-to-first-token limit, e.g. 1s.")
+@click.option("--slo-tpot", help="With --search: time-per-output-token limit, e.g. 40ms.")
+@click.option("--gpus", type=int, help="With --search: devices of the cluster to use (all).")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
 def infer(
     model: str | None,
@@ -109,7 +113,15 @@ def infer(
             kwargs["disagg"] = json.loads(kwargs["disagg"])
         except json.JSONDecodeError as exc:
             fail(f"--disagg {kwargs['disagg']!r} is not JSON ({exc.msg}).")
+    search = kwargs.pop("search")
     options = _options(model=model, **apply_rig(kwargs))
+    if search:
+        from rigwise.cli.infer_search import run_search
+
+        return run_search(options, as_json)
+    for flag in ("slo_ttft", "slo_tpot", "gpus"):
+        if flag in options:
+            fail(f"--{flag.replace('_', '-')} needs --search.")
     if calibrated:
         options["calibration"] = _calibration(options.get("on"))
     if no_levers:
@@ -117,8 +129,19 @@ def infer(
     return finish(plan_inference(**options), as_json, render)
 
 
-def _rate(value: float | None) -> str:
-    return "-" if value is None else f"{value:,.1f} tok/s"
+def _rate(value: float | None, section: dict[str, Any] | None = None, name: str = "") -> str:
+    """``16.4 tok/s (14.9-17.6)``: the value and, when the plan has one, its P10-P90 range."""
+    if value is None:
+        return "-"
+    bounds = (section or {}).get(f"{name}_interval")
+    return f"{value:,.1f} tok/s" + (f" ({bounds[0]:,.1f}-{bounds[1]:,.1f})" if bounds else "")
+
+
+def _seconds(value: float, bounds: list[float] | None) -> str:
+    from rigwise.units import format_seconds
+
+    ranged = f" ({format_seconds(bounds[0])}-{format_seconds(bounds[1])})" if bounds else ""
+    return format_seconds(value) + ranged
 
 
 def _latency_line(latency: dict[str, Any]) -> str:
@@ -139,7 +162,7 @@ def render(plan: Any) -> None:
     """The plan as a short report: verdict, memory, speeds, serving, levers."""
     from rich.table import Table
 
-    from rigwise.units import format_bytes, format_seconds
+    from rigwise.units import format_bytes
 
     out = console()
     colour = {"fits": "green", "tight": "yellow"}.get(plan.verdict, "red")
@@ -157,24 +180,40 @@ def render(plan: Any) -> None:
             format_bytes(d.capacity_bytes),
         )  # fmt: skip
     out.print(table)
+    data = plan.to_dict() if plan.prefill and plan.decode else {}
     if plan.prefill and plan.decode:
         out.print(
-            f"prefill {_rate(plan.prefill.tokens_per_s)} ({plan.prefill.bound}); "
-            f"time to first token {format_seconds(plan.prefill.seconds)}"
+            f"prefill {_rate(plan.prefill.tokens_per_s, data['prefill'], 'tokens_per_s')} "
+            f"({plan.prefill.bound}); time to first token "
+            f"{_seconds(plan.prefill.seconds, data.get('ttft_s_interval'))}"
         )
-        out.print(f"decode  {_rate(plan.decode.tokens_per_s)} ({plan.decode.bound})")
+        out.print(
+            f"decode  {_rate(plan.decode.tokens_per_s, data['decode'], 'tokens_per_s')} "
+            f"({plan.decode.bound})"
+        )
     if plan.serving and (plan.serving.concurrency > 1 or plan.serving.replicas > 1):
-        s = plan.serving
+        s, ds = plan.serving, data.get("serving")
+        ranged = (ds or {}).get
         out.print(
             f"serving {s.concurrency} requests: {s.running_batch} running per replica "
-            f"(x{s.replicas}), {s.queued} queued; {_rate(s.aggregate_tokens_per_s)} in total, "
-            f"{_rate(s.tokens_per_s_per_gpu)} per GPU, {_rate(s.per_user_tokens_per_s)} per user; "
-            f"TTFT {format_seconds(s.ttft_s)}, TPOT {format_seconds(s.tpot_s)}"
+            f"(x{s.replicas}), {s.queued} queued; "
+            f"{_rate(s.aggregate_tokens_per_s, ds, 'aggregate_tokens_per_s')} in total, "
+            f"{_rate(s.tokens_per_s_per_gpu, ds, 'tokens_per_s_per_gpu')} per GPU, "
+            f"{_rate(s.per_user_tokens_per_s, ds, 'per_user_tokens_per_s')} per user; "
+            f"TTFT {_seconds(s.ttft_s, ranged('ttft_s_interval'))}, "
+            f"TPOT {_seconds(s.tpot_s, ranged('tpot_s_interval'))}"
         )
         if s.reason:
             out.print(f"  {s.reason}")
     if plan.latency:
         out.print(_latency_line(plan.latency))
+    bounds = (data.get("memory") or {}).get("total_bytes_interval")
+    if bounds:
+        out.print(
+            f"memory {format_bytes(plan.memory.total_bytes)} "
+            f"({format_bytes(bounds[0])}-{format_bytes(bounds[1])})"
+        )
+    _print_ranges(out, data.get("intervals"))
     if plan.power:
         p = plan.power
         out.print(
@@ -186,6 +225,18 @@ def render(plan: Any) -> None:
         out.print(f"note: {note}")
     for lever in plan.levers:
         out.print(f"lever: {lever.description}")
+
+
+def _print_ranges(out: Any, intervals: dict[str, Any] | None) -> None:
+    if not intervals:
+        return
+    out.print(
+        "ranges: P10-P90 of what comparable independent measurements gave "
+        "(`rigwise validate intervals`)"
+    )
+    notes = dict.fromkeys(n for entry in intervals.values() for n in entry["notes"])
+    for note in notes:
+        out.print(f"  range widened: {note}")
 
 
 __all__ = ["EXIT_BAD_INPUT", "infer", "render", "run_queries"]

@@ -217,6 +217,7 @@ def _render(plan: Any) -> None:
     from rigwise.units import format_bytes, format_count, format_seconds
 
     echo = click.echo
+    data = plan.to_dict()
     echo(f"{plan.model} on {plan.gpus}x {plan.accelerator}")
     if plan.layout is not None:
         lay = plan.layout
@@ -234,26 +235,31 @@ def _render(plan: Any) -> None:
             for k, v in mem.items()
             if k not in ("total_bytes", "capacity_bytes")
         )
+        ranged = _range((data["memory_per_gpu"] or {}).get("total_bytes_interval"), format_bytes)
         echo(
-            f"memory per GPU: {format_bytes(mem['total_bytes'])} of "
+            f"memory per GPU: {format_bytes(mem['total_bytes'])}{ranged} of "
             f"{format_bytes(mem['capacity_bytes'])} ({parts})"
         )
     if plan.step is not None:
         step = plan.step.to_dict()
         busy = sorted(((v, k) for k, v in step.items() if k.endswith("_s") and v > 0), reverse=True)
+        ranged = _range((data["step"] or {}).get("seconds_interval"), format_seconds)
         echo(
-            f"step: {format_seconds(step['seconds'])} = "
+            f"step: {format_seconds(step['seconds'])}{ranged} = "
             + " + ".join(f"{k.removesuffix('_s')} {format_seconds(v)}" for v, k in busy)
         )
+        ranged = _range(data.get("tokens_per_s_interval"), format_count)
         echo(
-            f"throughput: {format_count(plan.tokens_per_s)} tokens/s, "
+            f"throughput: {format_count(plan.tokens_per_s)}{ranged} tokens/s, "
             f"{plan.model_tflops_per_gpu:.0f} TFLOP/s per GPU, "
             f"MFU {plan.mfu:.1%}, HFU {plan.hfu:.1%}"
         )
     if plan.fits and plan.time_to_train_s is not None:
         cost = f", ${plan.cost_usd:,.0f}" if plan.cost_usd is not None else ""
+        ranged = _range(data.get("time_to_train_s_interval"), format_seconds)
         echo(
-            f"to train: {format_seconds(plan.time_to_train_s)}, {plan.gpu_hours:,.0f} GPU-hours, "
+            f"to train: {format_seconds(plan.time_to_train_s)}{ranged}, "
+            f"{plan.gpu_hours:,.0f} GPU-hours, "
             f"{plan.energy_kwh:,.1f} kWh{cost} (goodput {plan.goodput:.0%}, "
             f"{plan.power_watts_per_gpu:.0f} W per GPU)"
         )
@@ -273,3 +279,15 @@ def _render(plan: Any) -> None:
         )
     for note in plan.notes:
         echo(f"note: {note}")
+    if data.get("intervals"):
+        echo(
+            "ranges: P10-P90 of what comparable independent runs gave "
+            + "(`rigwise validate intervals`)"
+        )
+        for entry in data["intervals"].values():
+            for note in entry["notes"]:
+                echo(f"  range widened: {note}")
+
+
+def _range(bounds: list[float] | None, fmt: Any) -> str:
+    return f" ({fmt(bounds[0])}-{fmt(bounds[1])})" if bounds else ""

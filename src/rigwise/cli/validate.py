@@ -9,6 +9,7 @@ import click
 _SUBCOMMANDS = {
     "inference": "rigwise.cli.validate_inference:command",
     "training": "rigwise.cli.validate_training:command",
+    "intervals": "rigwise.cli.validate_intervals:command",
 }
 
 

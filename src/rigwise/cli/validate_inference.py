@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -36,14 +37,17 @@ def command(directory: str | None, as_json: bool, plot_dir: str | None) -> None:
 
     out = console()
     for role, title in (
-        ("independent", "independent rows (never used to fit a factor: the headline figures)"),
+        ("independent", "independent rows (never used to fit: the headline; ranges held out)"),
         ("fit", "fit rows (they set an efficiency factor: in-sample, not a check)"),
     ):
-        table = Table("source", "metric", "rows", "median |err|", "p90 |err|", "bias", title=title)
+        table = Table(
+            "source", "metric", "rows", "median |err|", "p90 |err|", "bias", "in P10-P90",
+            title=title,
+        )  # fmt: skip
         for s in (s for s in result.stats if s.role == role):
             table.add_row(
                 s.source, s.metric, str(s.rows), f"{s.median_abs_error_pct:.1f}%",
-                f"{s.p90_abs_error_pct:.1f}%", f"{s.median_error_pct:+.1f}%",
+                f"{s.p90_abs_error_pct:.1f}%", f"{s.median_error_pct:+.1f}%", _covered(s),
             )  # fmt: skip
         out.print(table)
     cov = result.coverage
@@ -61,3 +65,10 @@ def command(directory: str | None, as_json: bool, plot_dir: str | None) -> None:
         out.print(f"  not read (unknown columns): {name}")
     for path in result.plots:
         out.print(f"plot: {path}")
+
+
+def _covered(stats: Any) -> str:
+    """Share of rows inside their range: held out by device for independent rows."""
+    if stats.interval_coverage is None:
+        return "-"
+    return f"{stats.interval_coverage:.0%} of {stats.interval_rows}"

@@ -69,10 +69,12 @@ def _print_stats(stats: list[dict[str, Any]]) -> None:
             click.echo(f"\n{ROLE_HEADINGS.get(role, role)}")
             click.echo(
                 f"{'source':40} {'metric':24} {'rows':>4} {'median':>7} {'mean':>7} "
-                f"{'p90':>7} {'bias':>7}"
+                f"{'p90':>7} {'bias':>7} {'in P10-P90':>11}"
             )
+        covered = entry["interval_coverage"]
+        ranged = "-" if covered is None else f"{covered:.0%} of {entry['interval_rows']}"
         click.echo(
             f"{entry['source']:40} {entry['metric']:24} {entry['rows']:>4} "
             f"{entry['median_abs_error_pct']:6.1f}% {entry['mean_abs_error_pct']:6.1f}% "
-            f"{entry['p90_abs_error_pct']:6.1f}% {entry['median_error_pct']:+6.1f}%"
+            f"{entry['p90_abs_error_pct']:6.1f}% {entry['median_error_pct']:+6.1f}% {ranged:>11}"
         )

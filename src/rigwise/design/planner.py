@@ -19,6 +19,10 @@ class Estimate:
     prefill_tokens_per_s: float | None = None
     time_to_train_s: float | None = None
     detail: Mapping[str, Any] = field(default_factory=dict)
+    # P10-P90 ranges of the values above (estimate/plan_intervals.py); None when not known
+    decode_tokens_per_s_interval: list[float] | None = None
+    prefill_tokens_per_s_interval: list[float] | None = None
+    time_to_train_s_interval: list[float] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -50,25 +54,40 @@ def _get(obj: Any, *path: str) -> Any:
     return obj
 
 
+def _as_data(plan: Any) -> Any:
+    """The plan's JSON (with its ranges) when it has one; fakes in tests may be plain dicts."""
+    to_dict = getattr(plan, "to_dict", None)
+    return to_dict() if callable(to_dict) else plan
+
+
 def _infer(options: dict[str, Any], plan_inference: Callable[..., Any]) -> Estimate:
-    plan = plan_inference(**options)
+    plan = _as_data(plan_inference(**options))
     fits = bool(_get(plan, "fits"))
     return Estimate(
         fits=fits,
         reason=str(_get(plan, "verdict") or _get(plan, "reason") or ""),
         decode_tokens_per_s=_get(plan, "decode", "tokens_per_s"),
         prefill_tokens_per_s=_get(plan, "prefill", "tokens_per_s"),
-        detail={"serving": _get(plan, "serving", "aggregate_tokens_per_s")},
+        detail={
+            "serving": _get(plan, "serving", "aggregate_tokens_per_s"),
+            "serving_interval": _get(plan, "serving", "aggregate_tokens_per_s_interval"),
+        },
+        decode_tokens_per_s_interval=_get(plan, "decode", "tokens_per_s_interval"),
+        prefill_tokens_per_s_interval=_get(plan, "prefill", "tokens_per_s_interval"),
     )
 
 
 def _train(options: dict[str, Any], plan_training: Callable[..., Any]) -> Estimate:
-    plan = plan_training(**options)
+    plan = _as_data(plan_training(**options))
     return Estimate(
         fits=bool(_get(plan, "fits")),
         reason=str(_get(plan, "reason") or ""),
         time_to_train_s=_get(plan, "time_to_train_s"),
-        detail={"tokens_per_s": _get(plan, "tokens_per_s")},
+        detail={
+            "tokens_per_s": _get(plan, "tokens_per_s"),
+            "tokens_per_s_interval": _get(plan, "tokens_per_s_interval"),
+        },
+        time_to_train_s_interval=_get(plan, "time_to_train_s_interval"),
     )
 
 

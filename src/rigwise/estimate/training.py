@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from rigwise.estimate.compute import TrainingFactors
+from rigwise.estimate.plan_intervals import add_training_intervals
 from rigwise.estimate.plausibility import plausibility_notes
 from rigwise.estimate.training_layout import Geometry, Layout, LayoutArrays, Workload
 from rigwise.estimate.training_memory import MemoryArrays, memory_per_gpu
@@ -186,7 +187,7 @@ class TrainingPlan:
             out["search"] = dict(self.search)
         if self.alternatives:
             out["alternatives"] = [alt.to_dict() for alt in self.alternatives]
-        return out
+        return add_training_intervals(out)  # P10-P90 ranges: estimate/plan_intervals.py
 
 
 def plan_from(

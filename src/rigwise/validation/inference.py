@@ -326,7 +326,10 @@ def validate_inference(
         if predicted is None or m.measured is None:
             skips.append("no prediction for this metric")
             continue
-        comparisons.append(Comparison(m.source, m.metric, m.label, predicted, m.measured, m.role))
+        comparisons.append(_comparison(m, plan, predicted, m.measured))
+    from rigwise.validation.intervals import annotate
+
+    comparisons = annotate(comparisons)
     predicted_rows = len(comparisons) + ooms
     plots: list[str] = []
     if plot_dir is not None and comparisons:
@@ -357,3 +360,27 @@ def _predicted(plan: Any, metric: str) -> float | None:
     if metric == "prefill":
         return plan.prefill.tokens_per_s if plan.prefill else None
     return plan.serving.aggregate_tokens_per_s if plan.serving else None
+
+
+def _comparison(m: Measurement, plan: Any, predicted: float, measured: float) -> Comparison:
+    from rigwise.estimate.plan_intervals import plan_regime
+
+    found = plan_regime(plan.to_dict(), m.metric)
+    regime, devices = found if found else (None, 1)
+    return Comparison(
+        m.source,
+        m.metric,
+        m.label,
+        predicted,
+        measured,
+        m.role,
+        regime=regime.key() if regime else "",
+        group=_device_group(str(m.options.get("on", ""))),
+        devices=devices,
+    )
+
+
+def _device_group(on: str) -> str:
+    """``4x rtx-3090`` -> ``rtx-3090``: held-out coverage leaves a device out, at every count."""
+    count, _, rest = on.partition("x ")
+    return rest if count.isdigit() and rest else on

@@ -21,6 +21,7 @@ from typing import Any
 from rigwise.errors import InputError
 
 ROLES = ("independent", "fit", "formula")  # reporting order: independent first
+TIME_METRICS = frozenset({"step_s", "layer_ms", "gpu_hours"})  # smaller is faster
 NOT_MEASUREMENTS = frozenset({"name_map.csv", "assumptions.csv"})
 
 
@@ -56,7 +57,16 @@ class Comparison:
     predicted: float
     measured: float
     role: str = "independent"  # fit | independent | formula (see ROLES)
-    regime: str = ""  # the interval regime the row belongs to (validation/intervals.py)
+    regime: str = ""  # the interval regime of the row (estimate/intervals.py), "" if none
+    group: str = ""  # the hardware it ran on: held-out interval coverage leaves a group out
+    devices: int = 1
+    inside: bool | None = None  # measured within the P10-P90 range (held out for independent)
+
+    @property
+    def log_residual(self) -> float:
+        """ln(measured / predicted) in rate terms (times inverted): what a range multiplies."""
+        ratio = math.log(self.measured / self.predicted)
+        return -ratio if self.metric in TIME_METRICS else ratio
 
     @property
     def error_pct(self) -> float:
@@ -72,6 +82,7 @@ class Comparison:
             "error_pct": self.error_pct,
             "role": self.role,
             "regime": self.regime,
+            "inside_interval": self.inside,
         }
 
 
@@ -94,6 +105,8 @@ class ErrorStats:
     median_abs_error_pct: float
     p90_abs_error_pct: float
     median_error_pct: float  # signed: positive means rigwise predicts too high
+    interval_coverage: float | None = None  # share of rows inside their P10-P90 range
+    interval_rows: int = 0  # rows with a range
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -104,14 +117,18 @@ class ErrorStats:
             "median_abs_error_pct": self.median_abs_error_pct,
             "p90_abs_error_pct": self.p90_abs_error_pct,
             "median_error_pct": self.median_error_pct,
+            "interval_coverage": self.interval_coverage,
+            "interval_rows": self.interval_rows,
         }
 
 
 def error_stats(
     source: str, metric: str, comparisons: Iterable[Comparison], role: str = "independent"
 ) -> ErrorStats:
-    errors = [c.error_pct for c in comparisons]
+    rows = list(comparisons)
+    errors = [c.error_pct for c in rows]
     absolute = [abs(e) for e in errors]
+    ranged = [c.inside for c in rows if c.inside is not None]
     return ErrorStats(
         source=source,
         metric=metric,
@@ -120,6 +137,8 @@ def error_stats(
         median_abs_error_pct=percentile(absolute, 50),
         p90_abs_error_pct=percentile(absolute, 90),
         median_error_pct=percentile(errors, 50),
+        interval_coverage=sum(ranged) / len(ranged) if ranged else None,
+        interval_rows=len(ranged),
     )
 
 

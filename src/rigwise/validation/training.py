@@ -50,11 +50,29 @@ def published_layout(row: Mapping[str, str], batch: int, **extra: Any) -> Layout
 
 
 def case(
-    source: str, label: str, metric: str, measured: float, predicted: float, role: str
+    source: str,
+    label: str,
+    metric: str,
+    measured: float,
+    predicted: float,
+    role: str,
+    fab: Fabric | None = None,
+    gpus: int = 1,
+    group: str = "",
 ) -> Comparison:
     """One published number next to rigwise's prediction (``stats.Comparison``); ``role`` is
-    the row's ``role`` column (fit | independent | formula)."""
-    return Comparison(source, metric, label, predicted, measured, role)
+    the row's ``role`` column (fit | independent | formula); ``fab`` and ``gpus`` place the row
+    in its interval regime (formula rows have none)."""
+    regime = ""
+    if fab is not None and role != "formula":
+        from rigwise.estimate.plan_intervals import training_regime
+
+        kind = "train_memory" if metric == "memory_gib" else "train_throughput"
+        regime = training_regime(kind, fab.accelerator.id, gpus).key()
+    group = group or (fab.accelerator.id if fab is not None else "")
+    return Comparison(
+        source, metric, label, predicted, measured, role, regime=regime, group=group, devices=gpus
+    )
 
 
 @dataclass(frozen=True)
@@ -199,7 +217,7 @@ def _megatron_table1(directory: Path) -> Iterator[Comparison]:
         ev = predict(spec, work, layout, fab)
         predicted = float(ev.step.seconds[0])
         source = "Megatron-LM 2021 Table 1"
-        yield case(source, spec.name, "step_s", measured, predicted, row["role"])
+        yield case(source, spec.name, "step_s", measured, predicted, row["role"], fab, gpus)
 
 
 def _korthikanti_rows(directory: Path) -> Iterator[tuple[dict[str, str], Any, Workload, Layout]]:
@@ -240,6 +258,8 @@ def _korthikanti_table5(directory: Path) -> Iterator[Comparison]:
                 float(row[column]),
                 float(ev.step.seconds[0]),
                 row["role"],
+                fab,
+                lay.gpus,
             )
 
 
@@ -271,6 +291,8 @@ def _korthikanti_table4(directory: Path) -> Iterator[Comparison]:
             float(row["combined_ms"]),
             layer_s * 1e3,
             row["role"],
+            fab,
+            8,
         )
 
 
@@ -315,6 +337,7 @@ def _calculon_memory(directory: Path) -> Iterator[Comparison]:
 
 def run_cases(directory: str | Path | None = None) -> list[Comparison]:
     """Every case the folder's files give (the packaged copies by default)."""
+    from rigwise.validation.training_finetune import finetune_memory_cases
     from rigwise.validation.training_runs import holdout_cases, llmfoundry_cases, torchtitan_cases
 
     folder = Path(directory) if directory else DATA_DIR
@@ -327,6 +350,7 @@ def run_cases(directory: str | Path | None = None) -> list[Comparison]:
         torchtitan_cases,
         llmfoundry_cases,
         holdout_cases,
+        finetune_memory_cases,
     ):
         cases.extend(loader(folder))
     return cases
@@ -334,6 +358,8 @@ def run_cases(directory: str | Path | None = None) -> list[Comparison]:
 
 def validate_training(directory: str | Path | None = None) -> TrainingValidation:
     """Predictions against every published run in ``directory`` (packaged copies by default)."""
-    comparisons = tuple(run_cases(directory))
+    from rigwise.validation.intervals import annotate
+
+    comparisons = tuple(annotate(run_cases(directory)))
     tools = tuple(tool_comparisons(comparisons))
     return TrainingValidation(comparisons, tuple(per_source(comparisons)), tools)

@@ -81,7 +81,11 @@ def torchtitan_cases(directory: Path) -> Iterator[Comparison]:
         label = f"{row['table']}: {row['model']} {row['num_gpus']} GPUs {row['techniques']}"
         per_gpu = float(ev.tokens_per_s[0]) / layout.gpus
         measured = float(row["tokens_per_s_per_gpu"])
-        yield case("torchtitan", label, "tokens_per_s_per_gpu", measured, per_gpu, row["role"])
+        metric = "tokens_per_s_per_gpu"
+        group = f"{device} torchtitan {row['table']}"  # held-out coverage leaves a table out
+        yield case(
+            "torchtitan", label, metric, measured, per_gpu, row["role"], fab, layout.gpus, group
+        )
         if row["peak_memory_gib"]:
             yield case(
                 "torchtitan",
@@ -90,6 +94,9 @@ def torchtitan_cases(directory: Path) -> Iterator[Comparison]:
                 float(row["peak_memory_gib"]),
                 float(ev.memory.total[0]) / GIB,
                 row["memory_role"],  # no memory factor was fitted on these rows
+                fab,
+                layout.gpus,
+                group,
             )
 
 
@@ -126,6 +133,8 @@ def llmfoundry_cases(directory: Path) -> Iterator[Comparison]:
             float(row["throughput_tokens_per_s_per_gpu"]),
             predicted,
             row["role"],
+            fab,
+            gpus,
         )
 
 
@@ -178,4 +187,4 @@ def holdout_cases(directory: Path) -> Iterator[Comparison]:
         else:
             predicted = float(ev.model_flops_per_gpu[0]) / 1e12
         source = "holdout (not in shared/)"
-        yield case(source, row["run"], quantity, measured, predicted, row["role"])
+        yield case(source, row["run"], quantity, measured, predicted, row["role"], fab, gpus)

@@ -1,0 +1,162 @@
+"""Attach P10-P90 ranges to the JSON of inference and training plans.
+
+Each value gets a sibling ``<name>_interval: [p10, p90]`` (``decode.tokens_per_s_interval``,
+``step.seconds_interval``, ``memory.total_bytes_interval`` ...), and the plan an ``intervals``
+entry saying which regime's independent rows set each range and where it was widened. The
+ranges come from ``estimate/intervals.py`` (a table computed by ``rigwise validate intervals``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rigwise.estimate.intervals import (
+    ANY,
+    WIDEN_UNSEEN,
+    Interval,
+    Regime,
+    lookup,
+    precision_class,
+    scale_class,
+)
+
+ENGINE_FAMILY = {"ollama": "llama.cpp"}  # Ollama runs llama.cpp's kernels
+
+
+def inference_regime(
+    metric: str, engine: str, device_class: str, quant: str, devices: int
+) -> Regime:
+    return Regime(
+        metric=metric,
+        engine=ENGINE_FAMILY.get(engine, engine),
+        device_class=device_class,
+        precision=precision_class(quant),
+        scale=scale_class(devices),
+    )
+
+
+def training_regime(metric: str, accelerator: str, devices: int, precision: str = "bf16") -> Regime:
+    """``metric``: train_throughput (tokens/s, step time, TFLOP/s) or train_memory."""
+    return Regime(
+        metric=metric,
+        engine="training",
+        device_class=accelerator.split("-")[0],
+        precision=precision_class(precision),
+        scale=scale_class(devices),
+    )
+
+
+def _device_class_of(accelerator_id: str) -> str:
+    from rigwise.estimate.inference_memory import device_class
+    from rigwise.hardware import get_accelerator
+
+    return device_class(get_accelerator(accelerator_id))
+
+
+def _set(section: dict[str, Any] | None, name: str, bounds: list[float]) -> None:
+    if section is not None and isinstance(section.get(name), (int, float)):
+        section[f"{name}_interval"] = bounds
+
+
+def _memory_interval(devices: int) -> Interval | None:
+    """No inference memory was ever measured: the training peak-memory range, widened."""
+    found = lookup(Regime("train_memory", "training", ANY, ANY, ANY), devices)
+    if found is None:
+        return None
+    low, high = found.low_factor, found.high_factor
+    return Interval(
+        low_factor=low**WIDEN_UNSEEN,
+        high_factor=high**WIDEN_UNSEEN,
+        regime="memory (inference)",
+        basis=found.basis,
+        rows=found.rows,
+        widened=True,
+        notes=(
+            "no measured inference memory: range from training peak-memory rows, "
+            f"widened x{WIDEN_UNSEEN}",
+        ),
+    )
+
+
+def plan_regime(data: dict[str, Any], metric: str) -> tuple[Regime, int] | None:
+    """The regime of an inference plan's ``metric`` and its device count (None: no devices)."""
+    per_device = (data.get("memory") or {}).get("per_device") or []
+    if not per_device:
+        return None
+    classes = {_device_class_of(d["accelerator"]) for d in per_device if d.get("accelerator")}
+    device_class = classes.pop() if len(classes) == 1 else "mixed"
+    devices = sum(int(d.get("count", 1)) for d in per_device)
+    return inference_regime(metric, data["engine"], device_class, data["quant"], devices), devices
+
+
+def add_inference_intervals(data: dict[str, Any]) -> dict[str, Any]:
+    """``data``: ``InferencePlan.to_dict()``; adds the ``*_interval`` keys in place."""
+    if not data.get("fits") or plan_regime(data, "decode") is None:
+        return data
+    concurrency = (data.get("workload") or {}).get("concurrency", 1)
+
+    def regime(metric: str) -> Interval | None:
+        found = plan_regime(data, metric)
+        return lookup(*found) if found else None
+
+    found: dict[str, Interval | None] = {"decode": regime("decode"), "prefill": regime("prefill")}
+    batched = concurrency != 1
+    found["serving"] = regime("serving") if batched else found["decode"]
+    devices = plan_regime(data, "decode")[1]  # type: ignore[index]
+    found["memory"] = _memory_interval(devices)
+    if (r := found["decode"]) and data.get("decode"):
+        _set(data["decode"], "tokens_per_s", r.rate(data["decode"]["tokens_per_s"]))
+        _set(data["decode"], "seconds_per_token", r.time(data["decode"]["seconds_per_token"]))
+    if (r := found["prefill"]) and data.get("prefill"):
+        _set(data["prefill"], "tokens_per_s", r.rate(data["prefill"]["tokens_per_s"]))
+        _set(data["prefill"], "seconds", r.time(data["prefill"]["seconds"]))
+        if data.get("ttft_s") is not None:
+            data["ttft_s_interval"] = r.time(data["ttft_s"])
+    serving = data.get("serving")
+    if (r := found["serving"]) and serving:
+        for name in ("aggregate_tokens_per_s", "per_user_tokens_per_s", "tokens_per_s_per_gpu"):
+            if serving.get(name) is not None:
+                _set(serving, name, r.rate(serving[name]))
+        for name in ("step_seconds", "tpot_s"):
+            if serving.get(name) is not None:
+                _set(serving, name, r.time(serving[name]))
+    if (r := found["prefill"]) and serving and serving.get("ttft_s") is not None:
+        _set(serving, "ttft_s", r.time(serving["ttft_s"]))
+    if (r := found["memory"]) and data.get("memory"):
+        _set(data["memory"], "total_bytes", r.rate(data["memory"]["total_bytes"]))
+    data["intervals"] = {k: v.to_dict() for k, v in found.items() if v is not None}
+    return data
+
+
+def add_training_intervals(data: dict[str, Any]) -> dict[str, Any]:
+    """``data``: ``TrainingPlan.to_dict()``; adds the ``*_interval`` keys in place."""
+    accelerator, devices = data.get("accelerator"), int(data.get("gpus") or 0)
+    if not data.get("fits") or not accelerator or not devices:
+        return data
+    speed = lookup(training_regime("train_throughput", accelerator, devices), devices)
+    memory = lookup(training_regime("train_memory", accelerator, devices), devices)
+    if speed is not None:
+        _set(data.get("step"), "seconds", speed.time(data["step"]["seconds"]))
+        for name in ("tokens_per_s", "model_tflops_per_gpu"):
+            if data.get(name) is not None:
+                data[f"{name}_interval"] = speed.rate(data[name])
+        for name in ("time_to_train_s", "gpu_hours", "energy_kwh", "cost_usd"):
+            if data.get(name) is not None:
+                data[f"{name}_interval"] = speed.time(data[name])
+    if memory is not None:
+        _set(
+            data.get("memory_per_gpu"),
+            "total_bytes",
+            memory.rate(data["memory_per_gpu"]["total_bytes"]),
+        )
+    data["intervals"] = {
+        k: v.to_dict() for k, v in (("speed", speed), ("memory", memory)) if v is not None
+    }
+    return data
+
+
+def interval_text(bounds: list[float] | None, fmt: str = "{:,.1f}") -> str:
+    """`` (14.9-17.6)`` for text output; empty when there is no range."""
+    if not bounds:
+        return ""
+    return f" ({fmt.format(bounds[0])}-{fmt.format(bounds[1])})"

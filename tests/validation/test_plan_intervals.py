@@ -1,0 +1,65 @@
+"""Every numeric prediction of `infer`, `train` and `build` carries its P10-P90 range."""
+
+from __future__ import annotations
+
+import pytest
+
+from rigwise.api.infer import plan_inference
+from rigwise.api.train import plan_training
+
+
+def _ordered(bounds: list[float]) -> bool:
+    return len(bounds) == 2 and 0 < bounds[0] < bounds[1]
+
+
+def test_an_inference_plan_has_a_range_next_to_each_value() -> None:
+    data = plan_inference(model="llama-3.1-8b", on="rtx-4090", levers=False).to_dict()
+    for section, name in (
+        ("decode", "tokens_per_s"),
+        ("decode", "seconds_per_token"),
+        ("prefill", "tokens_per_s"),
+        ("prefill", "seconds"),
+        ("serving", "aggregate_tokens_per_s"),
+        ("serving", "ttft_s"),
+        ("memory", "total_bytes"),
+    ):
+        assert _ordered(data[section][f"{name}_interval"]), (section, name)
+    assert _ordered(data["ttft_s_interval"])
+    decode = data["intervals"]["decode"]
+    assert decode["basis"].startswith("decode|llama.cpp|nvidia-gddr") and not decode["widened"]
+    low, high = data["decode"]["tokens_per_s_interval"]
+    per_token_low, per_token_high = data["decode"]["seconds_per_token_interval"]
+    assert per_token_low * high == pytest.approx(per_token_high * low)  # the same range, inverted
+
+
+def test_a_case_unlike_any_validated_row_is_widened_and_says_why() -> None:
+    data = plan_inference(
+        model="llama-3.1-70b", on="8x h100-sxm", engine="vllm", concurrency=64, levers=False
+    ).to_dict()
+    serving = data["intervals"]["serving"]
+    assert serving["widened"] and "engine vllm" in serving["notes"][0]
+    assert _ordered(data["serving"]["aggregate_tokens_per_s_interval"])
+
+
+def test_a_training_plan_has_ranges_on_step_speed_memory_and_time() -> None:
+    data = plan_training(
+        model="llama-3.1-8b", on="8x h100-sxm", zero=3, global_batch=8, tokens="1B"
+    ).to_dict()
+    assert _ordered(data["step"]["seconds_interval"])
+    assert _ordered(data["tokens_per_s_interval"])
+    assert _ordered(data["memory_per_gpu"]["total_bytes_interval"])
+    assert _ordered(data["time_to_train_s_interval"])
+    low, high = data["tokens_per_s_interval"]
+    time_low, time_high = data["time_to_train_s_interval"]
+    assert time_low * high == pytest.approx(time_high * low)
+
+
+def test_the_designer_carries_the_ranges() -> None:
+    from rigwise.design.planner import rigwise_planner
+
+    estimate = rigwise_planner()(
+        task="infer", model="llama-3.1-8b", on="rtx-4090", nodes=1, network=None, engine=None,
+        quant=None, split=None, concurrency=1, tokens=None,
+    )  # fmt: skip
+    assert estimate.decode_tokens_per_s_interval is not None
+    assert _ordered(estimate.decode_tokens_per_s_interval)
