@@ -36,6 +36,7 @@ COMMANDS: dict[str, str] = {
     "grid": "rigwise.cli.grid:grid",
     "ui": "rigwise.cli.ui:ui",
     "demo": "rigwise.cli.demo:demo",
+    "oi": "rigwise.cli.oi:oi",
 }
 
 
