@@ -35,6 +35,7 @@ COMMANDS: dict[str, str] = {
     "grid": "rigwise.cli.grid:grid",
     "ui": "rigwise.cli.ui:ui",
     "demo": "rigwise.cli.demo:demo",
+    "oi": "rigwise.cli.oi:oi",
 }
 
 
