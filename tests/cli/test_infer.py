@@ -105,3 +105,36 @@ def test_validate_inference_on_one_file(tmp_path: Path) -> None:
     result = json.loads(out)
     assert result["coverage"]["rows_total"] == 16
     assert {s["metric"] for s in result["stats"]} == {"decode", "prefill"}
+
+
+def test_search_prints_the_frontier_and_the_best_of_each_mode() -> None:
+    code, out = _run("infer", "llama-3.3-70b", "--on", "dgx-h100", "--search", "--slo-tpot", "40ms")
+    assert code == 0
+    assert "Pareto frontier" in out and "best aggregated" in out and "best disaggregated" in out
+
+
+def test_search_json_and_flags_that_need_it() -> None:
+    code, out = _run("infer", "llama-3.1-8b", "--on", "2x h100-sxm", "--search", "--json")
+    assert code == 0
+    found = json.loads(out)
+    assert {"frontier", "best_aggregated", "rejected", "seconds", "layouts_per_s"} <= set(found)
+    code, out = _run("infer", "llama-3.1-8b", "--on", "h100-sxm", "--slo-tpot", "40ms")
+    assert code == 2
+    code, out = _run("infer", "llama-3.1-8b", "--on", "h100-sxm", "--search", "--tp", "2")
+    assert code == 2
+
+
+def test_queueing_and_layout_options_reach_the_plan() -> None:
+    code, out = _run(
+        "infer", "llama-3.3-70b", "--on", "2x h100-sxm", "--quant", "FP8", "--prompt", "5000",
+        "--gen", "500", "--concurrency", "250", "--no-levers", "--json",
+    )  # fmt: skip
+    assert code == 0
+    serving = json.loads(out)["serving"]
+    assert serving["queued"] == 250 - serving["running_batch"] > 0
+    code, out = _run(
+        "infer", "deepseek-v3", "--on", "dgx-h200", "--nodes", "2", "--network", "ib-ndr",
+        "--quant", "FP8", "--no-levers", "--json", "--concurrency", "64",
+        "--disagg", '{"prefill": {"tp": 8}, "decode": {"tp": 8, "ep": 8, "attention_dp": 8}}',
+    )  # fmt: skip
+    assert code == 0 and json.loads(out)["serving"]["mode"] == "disaggregated"

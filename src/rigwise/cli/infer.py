@@ -91,6 +91,10 @@ def run_queries(path: str) -> int:
 @click.option("--calibrated", is_flag=True, help="Use factors measured by `rigwise bench`.")
 @click.option("--no-levers", is_flag=True, help="Skip the levers (faster).")
 @click.option("--queries", type=click.Path(allow_dash=True), help="JSONL file of plans to run.")
+@click.option("--search", is_flag=True, help="Search serving layouts (agg and disagg) instead.")
+@click.option("--slo-ttft", help="With --search: time-to-first-token limit, e.g. 1s.")
+@click.option("--slo-tpot", help="With --search: time-per-output-token limit, e.g. 40ms.")
+@click.option("--gpus", type=int, help="With --search: devices of the cluster to use (all).")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
 def infer(
     model: str | None,
@@ -112,7 +116,15 @@ def infer(
             kwargs["disagg"] = json.loads(kwargs["disagg"])
         except json.JSONDecodeError as exc:
             fail(f"--disagg {kwargs['disagg']!r} is not JSON ({exc.msg}).")
+    search = kwargs.pop("search")
     options = _options(model=model, **apply_rig(kwargs))
+    if search:
+        from rigwise.cli.infer_search import run_search
+
+        return run_search(options, as_json)
+    for flag in ("slo_ttft", "slo_tpot", "gpus"):
+        if flag in options:
+            fail(f"--{flag.replace('_', '-')} needs --search.")
     if calibrated:
         options["calibration"] = _calibration(options.get("on"))
     if no_levers:

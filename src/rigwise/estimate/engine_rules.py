@@ -137,6 +137,11 @@ def _quant_violation(
     )
 
 
+@functools.cache
+def _active(engine: str) -> list[Rule]:
+    return [r for r in rules() if r.applies(engine)]
+
+
 def violation(
     engine: str,
     spec: ModelSpec,
@@ -145,7 +150,7 @@ def violation(
     attention_tp: Iterable[int],
 ) -> Violation | None:
     """The first engine rule this deployment breaks, or None."""
-    active = [r for r in rules() if r.applies(engine)]
+    active = _active(engine)
     for width in sorted(set(attention_tp)):
         for rule in active:
             message = _layout_violation(rule, spec, width)

@@ -241,8 +241,8 @@ def _tp_comm(ctx: Context, stage: Stage, tokens: float) -> float:
 
 def _host_seconds(ctx: Context, stage: Stage, host_bytes: float) -> float:
     """Offloaded weights are read by the host CPU at its RAM bandwidth."""
-    if not host_bytes or not stage.host_bandwidth_bytes_per_s:
-        return 0.0
+    if not stage.offloaded_fraction or not stage.host_bandwidth_bytes_per_s:
+        return 0.0  # nothing offloaded (also when host_bytes is an array of zeros)
     eff = ctx.offload_efficiency.decode_bandwidth_efficiency if ctx.offload_efficiency else 1.0
     return host_bytes / (stage.host_bandwidth_bytes_per_s * eff)
 
@@ -259,7 +259,10 @@ def decode_stage_parts(ctx: Context, stage: Stage, context: int, batch: int) -> 
     memory += reads.device_experts / (bandwidth * eff.moe_expert_efficiency)
     memory += kv / (acc.memory_bandwidth_bytes_per_s * eff.decode_kv_bandwidth_efficiency)
     flops = batch * sum(flops_parts(ctx.spec, context)) * stage.layer_fraction / stage.tp
-    compute_eff = eff.decode_compute_efficiency if batch == 1 else eff.serving_compute_efficiency
+    single = batch == 1  # a bool, or a bool array when a search passes batches as an array
+    compute_eff = eff.serving_compute_efficiency + single * (
+        eff.decode_compute_efficiency - eff.serving_compute_efficiency
+    )
     compute = flops / (peak_flops(acc, eff.prefill_dtype) * compute_eff)
     layers = ctx.spec.num_layers * stage.layer_fraction
     return {
@@ -381,6 +384,15 @@ def prefill_phase(
     return Phase(prompt / seconds, seconds, _bound(parts), parts)
 
 
+def larger(a: Any, b: Any) -> Any:
+    """max() for floats, element-wise for arrays (a search passes batches as arrays)."""
+    if isinstance(a, float) and isinstance(b, float):
+        return max(a, b)
+    import numpy as np
+
+    return np.maximum(a, b)
+
+
 def decode_step_seconds(
     ctx: Context, stages: tuple[Stage, ...], network: Link | None, context: int, batch: int
 ) -> float:
@@ -396,12 +408,12 @@ def decode_step_seconds(
     times = []
     for stage in stages:
         p = decode_stage_parts(ctx, stage, context, micro)
-        roof = max(p["memory_bandwidth"], p["compute"])
+        roof = larger(p["memory_bandwidth"], p["compute"])
         times.append(roof + p["host_offload"] + p["kernel_overhead"] + p["tensor_parallel_comm"])
     hops = hop_seconds(ctx, stages, network, micro)
     hops += (len(stages) - 1) * ctx.overheads.layer_hop_overhead_s
     if pipelined:
-        return len(stages) * max(times) + hops
+        return len(stages) * functools.reduce(larger, times) + hops
     return sum(times) + hops
 
 

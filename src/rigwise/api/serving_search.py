@@ -1,0 +1,114 @@
+"""``search_serving(**options) -> ServingSearchResult``: the best serving layouts for a model on
+a cluster under TTFT/TPOT SLOs (``rigwise infer MODEL --on HW --search``).
+
+Options are ``plan_inference``'s (model, on, nodes, network, cluster, quant, kv_quant, prompt,
+gen, engine, max_batch) plus ``gpus`` (how many of the cluster's devices to use), ``slo_ttft``
+and ``slo_tpot`` (durations such as '1s', '40ms'). The estimating is in
+``rigwise.estimate.serving_search``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import replace
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from rigwise.api import infer as _infer
+from rigwise.errors import InputError
+from rigwise.estimate.inference import Context, catalog_efficiency
+from rigwise.estimate.inference_memory import MemoryBreakdown, Stage
+from rigwise.estimate.serving_layout import ReplicaLayout, replica_stages
+from rigwise.estimate.serving_search import (
+    SearchRequest,
+    ServingSearchResult,
+    Shape,
+    build_shape,
+    layouts,
+    search_serving,
+)
+from rigwise.units import parse_seconds
+
+_SERVER_QUANTS = ("BF16", "FP8", "NVFP4")  # searched when --quant is not given; rules prune
+
+
+class SearchOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str
+    on: str | None = None
+    nodes: int = Field(1, ge=1, le=1024)
+    network: str | None = None
+    cluster: str | None = None
+    quant: str | None = None
+    kv_quant: str | None = None
+    prompt: int = Field(1024, ge=1, le=1_000_000)
+    gen: int = Field(256, ge=1, le=1_000_000)
+    engine: str | None = None
+    max_batch: int | None = Field(None, ge=1, le=65_536)
+    gpus: int | None = Field(None, ge=1, le=4096)
+    slo_ttft: str | None = None
+    slo_tpot: str | None = None
+
+
+def search_serving_layouts(**options: Any) -> ServingSearchResult:
+    """Search aggregated and disaggregated layouts; see ``SearchOptions``."""
+    started = time.perf_counter()
+    try:
+        opts = SearchOptions(**options)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ())) or "options"
+        raise InputError(
+            f"Bad option {where}={first.get('input')!r}: {first.get('msg', 'invalid')}.",
+            hint="See `rigwise infer --help`.",
+        ) from None
+    spec = _infer._model(opts.model)
+    cluster = _infer._cluster(opts.on, opts.nodes, opts.network, opts.cluster)
+    engine = opts.engine or "vllm"
+    _infer._check_engine(engine, cluster)
+    total = min(opts.gpus or cluster.accelerator_count, cluster.accelerator_count)
+    quants = [_infer._canonical_quant(q) for q in ([opts.quant] if opts.quant else _SERVER_QUANTS)]
+
+    def builder(quant: str, layout: ReplicaLayout) -> tuple[tuple[Stage, ...], Context, Any]:
+        stages = replica_stages(
+            cluster, "tensor", layout, lambda a: _infer._overheads(engine, a), spec.num_layers
+        )
+        ctx = Context(
+            spec=spec,
+            engine=engine,
+            quant=quant,
+            kv_dtype=opts.kv_quant or _infer._default_kv(engine, quant),
+            weights_bytes=spec.weights_bytes(quant),
+            overheads=_infer._overheads(engine, stages[0].accelerator),
+            offload_efficiency=catalog_efficiency(engine, "cpu", quant.lower()),
+            calibration=None,
+        )
+        return stages, ctx, None
+
+    def memory_for(stages: tuple[Stage, ...], ctx: Context, kv: float) -> MemoryBreakdown:
+        return _infer._memory(spec, stages, ctx, kv, engine)
+
+    request = SearchRequest(
+        prompt=opts.prompt,
+        gen=opts.gen,
+        gpus=total,
+        slo_ttft_s=parse_seconds(opts.slo_ttft) if opts.slo_ttft else None,
+        slo_tpot_s=parse_seconds(opts.slo_tpot) if opts.slo_tpot else None,
+        max_batch=opts.max_batch,
+    )
+    looked_up = time.perf_counter()
+    rejected: Counter[str] = Counter()
+    shapes: list[Shape] = []
+    for quant in quants:
+        for layout in layouts(cluster, total, spec.moe is not None, spec.num_layers):
+            found = build_shape(quant, layout, builder, memory_for, request, cluster.network)
+            if isinstance(found, str):
+                rejected[found] += 1
+            else:
+                shapes.append(found)
+    between = cluster.network if len(cluster.nodes) > 1 else cluster.nodes[0].intra_link
+    result = search_serving(shapes, (cluster.network, between), request, rejected, looked_up)
+    return replace(result, lookup_seconds=looked_up - started)

@@ -1,0 +1,75 @@
+"""`rigwise infer MODEL --on HW --search`: the serving layouts worth deploying, as a table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rigwise.cli._common import console, finish
+
+SEARCH_KEYS = (
+    "model", "on", "nodes", "network", "cluster", "quant", "kv_quant", "prompt", "gen",
+    "engine", "max_batch", "gpus", "slo_ttft", "slo_tpot",
+)  # fmt: skip
+
+
+def run_search(options: dict[str, Any], as_json: bool) -> int:
+    """Search serving layouts with the infer options that apply to a search."""
+    from rigwise.api.serving_search import search_serving_layouts
+
+    unused = sorted(k for k in options if k not in SEARCH_KEYS and k != "levers")
+    if unused:
+        from rigwise.cli._common import fail
+
+        flags = ", ".join("--" + k.replace("_", "-") for k in unused)
+        fail(f"{flags} cannot be combined with --search (the search chooses the layout).")
+    found = search_serving_layouts(**{k: v for k, v in options.items() if k in SEARCH_KEYS})
+    return finish(found, as_json, render_search)
+
+
+def _layout(row: dict[str, Any]) -> str:
+    parts = [f"tp{row['tp']}", f"pp{row['pp']}"]
+    if row["ep"] > 1:
+        parts.append(f"ep{row['ep']}")
+    if row["attention_dp"] > 1:
+        parts.append(f"adp{row['attention_dp']}")
+    text = " ".join(parts)
+    if row["mode"] == "disaggregated":
+        return (
+            f"prefill {row['prefill_workers']}x tp{row['prefill_tp']} | decode {row['dp']}x {text}"
+        )
+    return f"{row['dp']}x {text}"
+
+
+def render_search(found: Any) -> None:
+    from rich.table import Table
+
+    from rigwise.units import format_seconds
+
+    out = console()
+    out.print(
+        f"{found.generated:,} layouts in {found.seconds * 1e3:.0f} ms "
+        f"({found.generated / max(found.seconds, 1e-9):,.0f}/s; catalog lookup "
+        f"{found.lookup_seconds * 1e3:.0f} ms); {found.feasible:,} meet the SLOs"
+    )
+    if found.rejected:
+        out.print("rejected: " + ", ".join(f"{k} {v:,}" for k, v in found.rejected.items()))
+    title = "Pareto frontier: tok/s per GPU vs tok/s per user"
+    columns = ("mode", "quant", "layout", "batch", "GPUs", "TTFT", "TPOT", "tok/s/GPU")
+    table = Table(*columns, "tok/s/user", title=title)
+    for row in found.rows:
+        table.add_row(
+            row["mode"][:5], row["quant"], _layout(row), str(row["running_batch"]),
+            str(row["gpus"]), format_seconds(row["ttft_s"]), format_seconds(row["tpot_s"]),
+            f"{row['tokens_per_s_per_gpu']:,.1f}", f"{row['tokens_per_s_per_user']:,.1f}",
+        )  # fmt: skip
+    out.print(table)
+    for mode, row in (("aggregated", found.best_aggregated),
+                      ("disaggregated", found.best_disaggregated)):  # fmt: skip
+        if row:
+            out.print(
+                f"best {mode}: {row['quant']} {_layout(row)}, batch {row['running_batch']}: "
+                f"{row['tokens_per_s_per_gpu']:,.1f} tok/s/GPU, "
+                f"{row['tokens_per_s_per_user']:,.1f} tok/s/user"
+            )
+        else:
+            out.print(f"best {mode}: none meets the SLOs")
