@@ -9,7 +9,8 @@ stay next to the arithmetic that makes them.
 Every class here turns into JSON through ``rigwise.serialize.to_jsonable``: fields in order,
 then the properties named in ``json_properties``; field metadata renames a key
 (``JSON_KEY``), leaves an empty value out (``JSON_OMIT_EMPTY``) or renames keys of the part
-(``JSON_INNER``). The JSON keys are documented in docs/infer.md and docs/train.md.
+(``JSON_INNER``); ``plan.to_dict()`` is the same JSON. The keys are documented in
+docs/infer.md and docs/train.md.
 
 This module imports nothing of rigwise at run time (the types are for checkers only), so any
 layer may build these results without an import cycle.
@@ -27,6 +28,7 @@ from rigwise.serialize import (
     JSON_NULL_IF_EMPTY,
     JSON_OMIT_EMPTY,
     JSON_SKIP,
+    JsonObject,
 )
 
 if TYPE_CHECKING:
@@ -44,7 +46,7 @@ FITS, TIGHT, DOES_NOT_FIT = "fits", "tight", "does not fit"
 
 
 @dataclass(frozen=True)
-class StageShare:
+class StageShare(JsonObject):
     """One pipeline stage: the devices it runs on and the share of the layers it holds."""
 
     device: str
@@ -52,7 +54,7 @@ class StageShare:
 
 
 @dataclass(frozen=True)
-class DisaggLayout:
+class DisaggLayout(JsonObject):
     """Disaggregated serving: the prefill pool and the decode pool."""
 
     prefill: Role
@@ -60,7 +62,7 @@ class DisaggLayout:
 
 
 @dataclass(frozen=True)
-class InferenceLayout:
+class InferenceLayout(JsonObject):
     """How the devices share the model: split kind, tensor-parallel size, pipeline stages,
     replicas (dp), expert and attention data parallelism, the devices used, and with
     disaggregated serving its two pools."""
@@ -77,7 +79,7 @@ class InferenceLayout:
 
 
 @dataclass(frozen=True)
-class InferenceWorkload:
+class InferenceWorkload(JsonObject):
     """What is asked: prompt and generated tokens, the context reserved, concurrent requests."""
 
     prompt: int
@@ -87,7 +89,7 @@ class InferenceWorkload:
 
 
 @dataclass(frozen=True)
-class LatencyCheck:
+class LatencyCheck(JsonObject):
     """The plan against a per-token / first-token budget (``latency_budget``)."""
 
     budget_s: float
@@ -98,7 +100,7 @@ class LatencyCheck:
 
 
 @dataclass(frozen=True)
-class Lever:
+class Lever(JsonObject):
     """One change of the options, measured by planning again with it."""
 
     description: str
@@ -111,7 +113,7 @@ class Lever:
 
 
 @dataclass(frozen=True, kw_only=True)
-class InferencePlan:
+class InferencePlan(JsonObject):
     """One inference deployment: verdict and reason, memory per device, prefill, decode,
     serving under concurrency, the latency check and the levers that would change it."""
 
@@ -152,7 +154,7 @@ class InferencePlan:
 
 
 @dataclass(frozen=True)
-class TrainingMemory:
+class TrainingMemory(JsonObject):
     """Memory per GPU of one training layout, by what holds it."""
 
     json_properties: ClassVar[tuple[str, ...]] = ("total_bytes",)
@@ -176,7 +178,7 @@ class TrainingMemory:
 
 
 @dataclass(frozen=True)
-class StepBreakdown:
+class StepBreakdown(JsonObject):
     """One optimizer step: seconds by part (compute, comms, bubble ...) and micro-batches."""
 
     json_properties: ClassVar[tuple[str, ...]] = ("seconds",)
@@ -190,7 +192,7 @@ class StepBreakdown:
 
 
 @dataclass(frozen=True)
-class SearchStats:
+class SearchStats(JsonObject):
     """What a layout search did: candidates generated, evaluated, feasible, pruned by reason."""
 
     objective: str
@@ -203,7 +205,7 @@ class SearchStats:
 
 
 @dataclass(frozen=True, kw_only=True)
-class TrainingPlan:
+class TrainingPlan(JsonObject):
     """One training layout's estimate; ``fits=False`` carries the ``reason``. With a search,
     ``search`` says what it did and ``alternatives`` are the next best layouts."""
 

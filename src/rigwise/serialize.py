@@ -25,7 +25,7 @@ import dataclasses
 import enum
 import math
 from collections.abc import Callable, Mapping
-from typing import Any, TypeAlias
+from typing import Any, ClassVar, TypeAlias
 
 JSON_KEY = "json_key"
 JSON_SKIP = "json_skip"
@@ -82,6 +82,16 @@ def _dataclass(value: object) -> dict[str, Json]:
     return finish(out) if finish is not None else out
 
 
+class JsonObject:
+    """Base of results whose JSON is made here: ``obj.to_dict()`` is ``to_jsonable(obj)``
+    (for callers that want the object form), never written by hand."""
+
+    json_generic: ClassVar[bool] = True
+
+    def to_dict(self) -> dict[str, Any]:
+        return _dataclass(self)
+
+
 def to_jsonable(value: object) -> Any:
     """Dataclasses, mappings, enums, tuples and non-finite floats to plain JSON values (a
     ``Json``; typed ``Any`` so that callers may index into the object they know they made)."""
@@ -91,8 +101,8 @@ def to_jsonable(value: object) -> Any:
         return value if math.isfinite(value) else None
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         to_dict = getattr(value, "to_dict", None)
-        if to_dict is not None:
-            return to_jsonable(to_dict())
+        if to_dict is not None and not getattr(value, "json_generic", False):
+            return to_jsonable(to_dict())  # a class that still writes its own
         return _dataclass(value)
     if isinstance(value, Mapping):
         return {str(k): to_jsonable(v) for k, v in value.items()}
