@@ -15,6 +15,7 @@ from rigwise import __version__
 from rigwise.errors import RigwiseError, validation_message
 from rigwise.serialize import to_jsonable
 from rigwise.web import charts
+from rigwise.web.inputs import web_options
 
 NAV = (
     ("/fit", "What runs"),
@@ -68,7 +69,7 @@ def compare_context(params: Mapping[str, str]) -> dict[str, Any]:
     from rigwise.api.gpus import list_gpus
 
     query = clean(params)
-    result, error = attempt(lambda: list_gpus(**query))
+    result, error = attempt(lambda: list_gpus(**web_options(query)))
     devices = to_jsonable(result)["devices"] if result is not None else []
     ctx = page("Compare accelerators", "/compare", query=query, devices=devices, error=error)
     if devices:
@@ -147,7 +148,7 @@ def run_context(params: Mapping[str, str]) -> dict[str, Any]:
         return ctx
     from rigwise.api.infer import plan_inference
 
-    result, error = attempt(lambda: plan_inference(**query))
+    result, error = attempt(lambda: plan_inference(**web_options(query)))
     ctx["error"] = error
     if result is None:
         return ctx
@@ -169,7 +170,7 @@ def train_context(params: Mapping[str, str]) -> dict[str, Any]:
         return ctx
     from rigwise.api.train import plan_training
 
-    result, error = attempt(lambda: plan_training(**query))
+    result, error = attempt(lambda: plan_training(**web_options(query)))
     ctx["error"] = error
     if result is None:
         return ctx
@@ -215,7 +216,7 @@ def build_context(params: Mapping[str, str]) -> dict[str, Any]:
         return ctx
     from rigwise.design.api import design_builds
 
-    result, error = attempt(lambda: design_builds(**query))
+    result, error = attempt(lambda: design_builds(**web_options(query)))
     ctx["error"] = error
     if result is None:
         return ctx
