@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from tests.oi.simhelp import advance
 
 from rigwise.errors import InputError
 from rigwise.oi import experiments as ex
@@ -13,7 +14,6 @@ from rigwise.oi.faults import parse_fault
 from rigwise.oi.mea import SAMPLE_RATE_HZ, SimMea, detect_spikes
 from rigwise.oi.runner import experiments_tick
 from rigwise.oi.store import Store
-from tests.oi.simhelp import advance
 
 SPEC = """
 name: {name}
