@@ -36,7 +36,7 @@ from rigwise.estimate.training_presets import framework_settings
 from rigwise.estimate.training_step import Fabric
 from rigwise.hardware import Cluster
 from rigwise.models import ModelSpec
-from rigwise.search import OBJECTIVES, prune_rules, search_layouts
+from rigwise.search import OBJECTIVES, SEQ_STEP, longest_fitting, prune_rules, search_layouts
 from rigwise.units import parse_count
 
 _LAYOUT_FLAGS = ("tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch", "zero", "recompute")
@@ -290,9 +290,6 @@ def _plan(
     return replace(found, notes=(note, *found.notes))
 
 
-_SEQ_STEP = 256
-
-
 def _longest_seq(
     opts: TrainOptions,
     spec: Any,
@@ -301,28 +298,18 @@ def _longest_seq(
     factors: TrainingFactors,
     gpus: int,
 ) -> TrainingPlan:
-    """The longest sequence (a multiple of 256, up to the model's context) that fits, by
-    bisection: memory grows with the sequence, so the fitting lengths form a prefix."""
+    """The longest sequence (a multiple of 256, up to the model's context) that fits."""
 
     def attempt(seq: int) -> TrainingPlan:
-        work = _workload(opts, spec, gpus, seq)
-        return _plan(opts, spec, geo, work, fabric, factors, gpus)
+        return _plan(opts, spec, geo, _workload(opts, spec, gpus, seq), fabric, factors, gpus)
 
-    top = max(int(getattr(spec, "max_context", 0) or 0) // _SEQ_STEP, 1)
-    best = attempt(_SEQ_STEP)
-    if not best.fits:
-        return replace(best, reason=f"not even {_SEQ_STEP} tokens fit: {best.reason}")
-    low, high = 1, top + 1  # low fits, high does not (or is past the context)
-    while high - low > 1:
-        mid = (low + high) // 2
-        plan = attempt(mid * _SEQ_STEP)
-        if plan.fits:
-            low, best = mid, plan
-        else:
-            high = mid
-    limit = "the model's context" if low == top else f"{(low + 1) * _SEQ_STEP} does not fit"
-    note = f"longest sequence that fits: {low * _SEQ_STEP} tokens ({limit})"
-    return replace(best, notes=(note, *best.notes))
+    context = int(getattr(spec, "max_context", 0) or 0)
+    seq, plan = longest_fitting(attempt, context, SEQ_STEP)
+    if not plan.fits:
+        return replace(plan, reason=f"not even {SEQ_STEP} tokens fit: {plan.reason}")
+    limit = "the model's context" if seq + SEQ_STEP > context else f"{seq + SEQ_STEP} does not"
+    note = f"longest sequence that fits: {seq} tokens ({limit})"
+    return replace(plan, notes=(note, *plan.notes))
 
 
 def _single(
