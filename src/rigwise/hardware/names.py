@@ -7,25 +7,13 @@ meet. An exact id always wins; other keys keep file order (first row first).
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from rigwise.catalog import names
+from rigwise.catalog.names import normalize
 from rigwise.errors import UnknownNameError, closest
-
-# ``catalog.names.normalize`` in one regex pass instead of one per vendor word: the table indexes
-# thousands of names at start-up (a test checks both agree on every catalog name).
-_VENDOR_WORDS = re.compile(r"\b(?:" + "|".join(names._NOISE_WORDS) + r")\b")
-
-
-@functools.lru_cache(maxsize=8192)
-def normalize(name: str) -> str:
-    text = _VENDOR_WORDS.sub(" ", name.lower().replace("+", "plus"))
-    return names._NON_ALNUM.sub("", text).replace(".", "")
-
 
 _CORE_WORDS = re.compile(r"(\d+)\s*-?\s*(?:cores?|c)\b")
 _FILLER_WORDS = re.compile(r"\b(?:gpu|graphics|edition|generation|unified|memory)\b")
