@@ -72,6 +72,7 @@ def compare_context(params: Mapping[str, str]) -> dict[str, Any]:
     result, error = attempt(lambda: list_gpus(**web_options(query)))
     devices = to_jsonable(result)["devices"] if result is not None else []
     ctx = page("Compare accelerators", "/compare", query=query, devices=devices, error=error)
+    ctx["verdicts"] = _verdicts(devices)
     if devices:
         points = [
             {
@@ -92,6 +93,19 @@ def compare_context(params: Mapping[str, str]) -> dict[str, Any]:
             )
         ]
     return ctx
+
+
+def _verdicts(devices: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Good buy for what, and why not (rigwise.design.verdict), per GPU shown."""
+    from rigwise.design.verdict import verdict
+    from rigwise.hardware import get_accelerator
+
+    out = {}
+    for device in devices:
+        if device.get("kind") == "gpu":
+            found = verdict(get_accelerator(device["id"]))
+            out[device["id"]] = {"summary": found.summary(), **found.to_dict()}
+    return out
 
 
 # --- Run (inference) -----------------------------------------------------------------------------
