@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from rigwise.errors import GridError
-from rigwise.grid import runtime
+from rigwise.grid import ledger, runtime
 from rigwise.grid.config import make_config
 from rigwise.grid.coordinator import create_app
 from rigwise.grid.db import JobRow, LedgerRow
@@ -20,6 +20,18 @@ from rigwise.grid.placement import PlacementPlan
 from rigwise.grid.policy import MachineFacts
 from rigwise.grid.service import GridService
 from rigwise.grid.storage import DirectoryStore
+
+
+def facts(**changes: Any) -> MachineFacts:
+    from conftest import facts as make
+
+    return make(**changes)
+
+
+def make_corpus_bytes() -> bytes:
+    from conftest import make_corpus
+
+    return make_corpus()
 
 
 class InlineEngine:
@@ -248,7 +260,7 @@ def test_lost_node_requeues_and_restart_loses_nothing(
 def test_ledger_is_append_only(grid: Any) -> None:
     service, _, _client, _admin = grid
     with service.sessions.begin() as session:
-        session.add(LedgerRow(account="a", amount=1.0, kind="earn"))
+        ledger.append(session, service.ledger_key, "a", 1.0, "earn")
     with pytest.raises(GridError), service.sessions.begin() as session:
         row = session.scalars(select(LedgerRow)).first()
         assert row is not None

@@ -94,11 +94,13 @@ def test_bad_job_file_exit_2(
 def test_eval_sends_tasks_and_models_shows_their_scores(
     server: GridService, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    from rigwise.grid.auth import ADMIN_ACCOUNT, ROLE_ADMIN, Principal
     from rigwise.grid.client import GridClient
     from rigwise.grid.db import JobRow, ModelRow
 
-    server.data_put("corpus", b"hello grid " * 100)
-    server.data_put("mc", b'{"context": "a", "choices": ["b", "c"], "label": 0}\n')
+    admin = Principal(ADMIN_ACCOUNT, ROLE_ADMIN)
+    server.data_put(admin, "corpus", b"hello grid " * 100)
+    server.data_put(admin, "mc", b'{"context": "a", "choices": ["b", "c"], "label": 0}\n')
     with server.sessions.begin() as session:
         session.add(ModelRow(id="m-1", name="tiny", owner="me", artifact="model:m-1", lineage={}))
     args = ["eval", "m-1", "--dataset", "corpus", "--no-wait"]
@@ -118,7 +120,10 @@ def test_eval_sends_tasks_and_models_shows_their_scores(
 def test_node_shows_each_check_and_an_unknown_node_is_bad_input(
     server: GridService, capsys: pytest.CaptureFixture[str], make_facts: Any
 ) -> None:
-    weak = server.join(make_facts(measured_flops=1e9), "weak", "me", {})
+    from rigwise.grid.auth import ROLE_JOIN, Principal
+
+    joiner = Principal("join", ROLE_JOIN)
+    weak = server.join(joiner, make_facts(measured_flops=1e9), "weak", "me", {})
     code, record, _ = run(capsys, "node", weak["id"], "--json")
     assert code == 0 and record["state"] == "rejected"
     code, out, _ = run(capsys, "node", weak["id"])

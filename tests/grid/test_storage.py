@@ -94,7 +94,9 @@ def test_explicit_store_directories_hold_the_replicas(tmp_path: Path) -> None:
     nas = tmp_path / "nas"
     nas.mkdir()
     service = GridService(make_config(tmp_path / "grid", replicas=2, store_dirs=(nas,)))
-    manifest = service.data_put("d", b"payload")
+    from rigwise.grid.auth import ADMIN_ACCOUNT, ROLE_ADMIN, Principal
+
+    manifest = service.data_put(Principal(ADMIN_ACCOUNT, ROLE_ADMIN), "d", b"payload")
     assert manifest["stores"] == ["store-0", "coordinator"]
     assert (nas / manifest["chunks"][0][:2] / manifest["chunks"][0]).read_bytes() == b"payload"
     with pytest.raises(InputError, match="not a directory"):

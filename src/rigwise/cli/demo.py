@@ -114,17 +114,14 @@ def _free_port() -> int:
 
 
 def _grid() -> tuple[Any, str]:
-    """`rigwise grid up` on this machine (loopback, SQLite), this machine asks to join (probe +
-    verification bench, judged by the default policy), a dataset is stored, then all is stopped."""
-    import getpass
-    import socket
+    """`rigwise grid up` on this machine (loopback, SQLite), this machine joins it (probe +
+    benchmark, judged by the default policy, then measured by the grid on its own Ray worker),
+    a dataset is stored, then `grid down` stops what was started and the folder (tokens
+    included) is removed."""
+    import shutil
     import subprocess
     import sys
     import tempfile
-    from pathlib import Path
-
-    from rigwise.grid import agent, measure
-    from rigwise.grid.client import GridClient
 
     data_dir = tempfile.mkdtemp(prefix="rigwise-grid-demo-")
     port = _free_port()
@@ -133,32 +130,39 @@ def _grid() -> tuple[Any, str]:
           "--replicas", "1"]  # fmt: skip
     process = subprocess.Popen(up, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        join_token = _wait_for_join_token(process)
-        url = f"http://127.0.0.1:{port}"
-        # In process, so the demo does not overwrite a real grid credential in ~/.config.
-        answer = agent.join(GridClient(url, join_token), measure.ProbeFacts("demo", "demo"),
-                            socket.gethostname(), getpass.getuser(), {}, None)  # fmt: skip
-        admin = GridClient(url, (Path(data_dir) / "admin-token").read_text().strip())
-        stored = admin.data_put("demo-text", _DEMO_TEXT, replicas=1)
-        verdict = answer["state"] + (
-            f" ({'; '.join(answer['reasons'])})" if answer["reasons"] else ""
-        )
-        if answer["state"] == "verifying":
-            verdict = (
-                "its own figures pass (the grid re-measures a machine on its Ray worker before "
-                "admitting it; a loopback grid takes no workers)"
-            )
-        result = {"url": url, "data_dir": data_dir, "join": answer, "dataset": stored}
-        return result, (
-            f"grid up on {url} (SQLite in {data_dir}); this machine, measured and judged by the "
-            f"default policy: {verdict}; a dataset stored content-addressed "
-            f"(sha256 {str(stored.get('sha256', ''))[:12]}...); then stopped"
-        )
+        return _tour_grid(process, f"http://127.0.0.1:{port}", data_dir)
     finally:
         process.terminate()
         process.wait(timeout=60)
-        subprocess.run([sys.executable, "-m", "rigwise", "grid", "down", "--data-dir", data_dir],
-                       capture_output=True, timeout=120, check=False)  # fmt: skip
+        down = [sys.executable, "-m", "rigwise", "grid", "down", "--data-dir", data_dir]
+        subprocess.run(down, capture_output=True, timeout=180, check=False)
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def _tour_grid(process: Any, url: str, data_dir: str) -> tuple[Any, str]:
+    import getpass
+    import socket
+    from pathlib import Path
+
+    from rigwise.grid import agent, measure
+    from rigwise.grid.client import GridClient
+
+    join_token = _wait_for_join_token(process)
+    # In process, so the demo does not overwrite a real grid credential in ~/.config.
+    answer = agent.join(GridClient(url, join_token), measure.ProbeFacts("demo", "demo"),
+                        socket.gethostname(), getpass.getuser(), {},
+                        agent.start_ray_worker(url), stop_ray=agent.stop_ray_worker)  # fmt: skip
+    admin = GridClient(url, (Path(data_dir) / "admin-token").read_text().strip())
+    stored = admin.data_put("demo-text", _DEMO_TEXT, replicas=1)
+    verdict = answer["state"] + (f" ({'; '.join(answer['reasons'])})" if answer["reasons"] else "")
+    answer = {k: v for k, v in answer.items() if k not in ("credential", "ray_token")}
+    result = {"url": url, "join": answer, "dataset": stored}
+    return result, (
+        f"grid up on {url} (SQLite); this machine joined it, measured by the grid on its own "
+        f"Ray worker and judged by the default policy: {verdict}; a dataset stored "
+        f"content-addressed (sha256 {str(stored.get('sha256', ''))[:12]}...); then stopped "
+        "and its folder removed"
+    )
 
 
 _DEMO_TEXT = b"Nodes join the grid only when they meet the requirements.\n" * 64

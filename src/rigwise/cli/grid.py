@@ -7,53 +7,15 @@ commands take ``--url``/``--token`` or ``RIGWISE_GRID_URL``/``RIGWISE_GRID_TOKEN
 
 from __future__ import annotations
 
-import json
 import os
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import click
 
-from rigwise.cli._common import console, print_json
-
-_CREDENTIAL = Path("~/.config/rigwise/grid.json")
-
-
-def _client(url: str | None, token: str | None) -> Any:
-    from rigwise.grid.client import GridClient
-
-    saved = _CREDENTIAL.expanduser()
-    if (not url or not token) and saved.exists():
-        stored = json.loads(saved.read_text(encoding="utf-8"))
-        url, token = url or stored.get("url"), token or stored.get("token")
-    return GridClient(url, token)
-
-
-def client_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    command = click.option("--json", "as_json", is_flag=True, help="Print JSON.")(command)
-    command = click.option("--token", envvar="RIGWISE_GRID_TOKEN", help="Grid token.")(command)
-    return click.option("--url", envvar="RIGWISE_GRID_URL", help="Coordinator URL.")(command)
-
-
-def _table(rows: list[dict[str, Any]], columns: list[str], title: str) -> None:
-    from rich.table import Table
-
-    table = Table(title=title)
-    for column in columns:
-        table.add_column(column)
-    for row in rows:
-        table.add_row(*[_cell(row.get(column)) for column in columns])
-    console().print(table)
-
-
-def _cell(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    if isinstance(value, list | dict):
-        return json.dumps(value)[:60]
-    return "" if value is None else str(value)
+from rigwise.cli import grid_results
+from rigwise.cli._common import print_json
+from rigwise.cli.grid_common import cell, client_options, grid_client, table
 
 
 @click.group()
@@ -71,6 +33,13 @@ def grid() -> None:
 @click.option("--replicas", default=2, show_default=True, help="Copies of each dataset chunk.")
 @click.option("--policy", "policy_file", default=None, help="Admission policy YAML.")
 @click.option("--store", "stores", multiple=True, help="Dataset store directory (NAS mount).")
+@click.option(
+    "--max-upload-mib",
+    default=256,
+    show_default=True,
+    type=click.IntRange(1, 1 << 20),
+    help="Largest dataset upload accepted (MiB); larger ones get HTTP 413.",
+)
 def up(
     data_dir: str,
     host: str,
@@ -81,6 +50,7 @@ def up(
     replicas: int,
     policy_file: str | None,
     stores: tuple[str, ...],
+    max_upload_mib: int,
 ) -> None:
     """Start the coordinator (API + Ray head) and print the join token."""
     from rigwise.grid.config import make_config
@@ -95,6 +65,7 @@ def up(
         replicas=replicas,
         policy_file=policy_file,
         store_dirs=stores,
+        max_upload_bytes=max_upload_mib * 2**20,
     )
 
     def ready(join_token: str) -> None:
@@ -108,20 +79,30 @@ def up(
 
 @grid.command()
 @click.option("--data-dir", default="./rigwise-grid", show_default=True, help="State folder.")
-def down(data_dir: str) -> None:
-    """Stop this machine's Ray processes after ``grid up`` (the state in DATA_DIR is kept)."""
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def down(data_dir: str, as_json: bool) -> None:
+    """Stop the Ray processes ``grid up`` started for DATA_DIR (its head, and this machine's
+    members of that grid) and nothing else: other Ray clusters keep running. State is kept."""
     from rigwise.errors import InputError
     from rigwise.grid.config import RAY_TOKEN_FILE
-    from rigwise.grid.ray_adapter import stop_ray
 
-    token_file = Path(data_dir) / RAY_TOKEN_FILE
-    if not token_file.is_file():
+    root = Path(data_dir)
+    if not (root / RAY_TOKEN_FILE).is_file():
         raise InputError(
             f"No grid in {data_dir!r} ({RAY_TOKEN_FILE} not found).",
             hint="Pass the --data-dir that `rigwise grid up` used.",
         )
-    stop_ray(token_file.read_text().strip())
-    click.echo(f"ray stopped; grid state kept in {data_dir}")
+    from rigwise.grid.ray_adapter import read_started, stop_started
+
+    started = read_started(root)
+    stopped = stop_started(root)
+    answer = {"data_dir": data_dir, "address": (started or {}).get("address"), "stopped": stopped}
+    if as_json:
+        print_json(answer)
+    elif started is None:
+        click.echo(f"no Ray processes recorded in {data_dir} (none started, or already stopped)")
+    else:
+        click.echo(f"stopped {stopped} Ray process(es) of {started['address']}; state kept")
 
 
 @grid.command()
@@ -197,11 +178,11 @@ def join(
 @client_options
 def nodes(url: str | None, token: str | None, as_json: bool) -> None:
     """Nodes with their state (verifying/admitted/rejected/lost), reasons and resources."""
-    rows = _client(url, token).nodes()
+    rows = grid_client(url, token).nodes()
     if as_json:
         print_json(rows)
     else:
-        _table(rows, ["id", "name", "owner", "state", "reasons", "labels"], "grid nodes")
+        table(rows, ["id", "name", "owner", "state", "reasons", "labels"], "grid nodes")
 
 
 @grid.command()
@@ -209,7 +190,7 @@ def nodes(url: str | None, token: str | None, as_json: bool) -> None:
 @client_options
 def node(node_id: str, url: str | None, token: str | None, as_json: bool) -> None:
     """One node: the grid's own measurement of it, each check against claim and policy."""
-    record = _client(url, token).node(node_id)
+    record = grid_client(url, token).node(node_id)
     if as_json:
         print_json(record)
         return
@@ -228,7 +209,7 @@ def submit(job_file: str, url: str | None, token: str | None, as_json: bool) -> 
     from rigwise.grid.jobs import read_job_text
 
     data = read_job_text(Path(job_file).read_text(encoding="utf-8"), job_file)
-    answer = _client(url, token).submit(data)
+    answer = grid_client(url, token).submit(data)
     if as_json:
         print_json(answer)
     else:
@@ -239,11 +220,11 @@ def submit(job_file: str, url: str | None, token: str | None, as_json: bool) -> 
 @client_options
 def jobs_command(url: str | None, token: str | None, as_json: bool) -> None:
     """All jobs."""
-    rows = _client(url, token).jobs()
+    rows = grid_client(url, token).jobs()
     if as_json:
         print_json(rows)
     else:
-        _table(rows, ["id", "name", "kind", "state", "node", "attempts", "reason"], "grid jobs")
+        table(rows, ["id", "name", "kind", "state", "node", "attempts", "reason"], "grid jobs")
 
 
 @grid.command()
@@ -251,12 +232,12 @@ def jobs_command(url: str | None, token: str | None, as_json: bool) -> None:
 @client_options
 def job(job_id: str, url: str | None, token: str | None, as_json: bool) -> None:
     """One job: state (queued/running/succeeded/failed/cancelled), node, result."""
-    answer = _client(url, token).job(job_id)
+    answer = grid_client(url, token).job(job_id)
     if as_json:
         print_json(answer)
     else:
         for key, value in answer.items():
-            click.echo(f"{key}: {_cell(value)}")
+            click.echo(f"{key}: {cell(value)}")
 
 
 @grid.command()
@@ -264,7 +245,7 @@ def job(job_id: str, url: str | None, token: str | None, as_json: bool) -> None:
 @client_options
 def logs(job_id: str, url: str | None, token: str | None, as_json: bool) -> None:
     """Events and output of a job."""
-    rows = _client(url, token).logs(job_id)
+    rows = grid_client(url, token).logs(job_id)
     if as_json:
         print_json(rows)
     else:
@@ -278,9 +259,10 @@ def logs(job_id: str, url: str | None, token: str | None, as_json: bool) -> None
 @client_options
 def cancel(job_id: str, url: str | None, token: str | None, as_json: bool) -> None:
     """Cancel a queued or running job."""
-    answer = _client(url, token).cancel(job_id)
+    answer = grid_client(url, token).cancel(job_id)
     print_json(answer) if as_json else click.echo(f"job {job_id}: {answer['state']}")
 
 
-# datasets, credits and the leaderboard live in their own module; importing it registers them
-from rigwise.cli import grid_results  # noqa: E402, F401
+# datasets, credits and the leaderboard (cli/grid_results.py)
+for _command in grid_results.COMMANDS:
+    grid.add_command(_command)

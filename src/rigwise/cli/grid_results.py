@@ -10,10 +10,10 @@ from typing import Any
 import click
 
 from rigwise.cli._common import print_json
-from rigwise.cli.grid import _cell, _client, _table, client_options, grid
+from rigwise.cli.grid_common import cell, client_options, grid_client, table
 
 
-@grid.group()
+@click.group()
 def data() -> None:
     """Datasets: content-addressed, chunked, replicated, verified on read."""
 
@@ -32,7 +32,7 @@ def data_put(
     as_json: bool,
 ) -> None:
     """Upload a file as a dataset."""
-    manifest = _client(url, token).data_put(
+    manifest = grid_client(url, token).data_put(
         name or Path(path).name, Path(path).read_bytes(), replicas
     )
     if as_json:
@@ -56,7 +56,7 @@ def data_put(
 @client_options
 def data_get(name: str, output: str, url: str | None, token: str | None, as_json: bool) -> None:
     """Download a dataset (verified chunk by chunk on the coordinator)."""
-    blob = _client(url, token).data_get(name)
+    blob = grid_client(url, token).data_get(name)
     Path(output).write_bytes(blob)
     answer = {"name": name, "bytes": len(blob), "output": output}
     print_json(answer) if as_json else click.echo(f"wrote {len(blob)} bytes to {output}")
@@ -66,35 +66,60 @@ def data_get(name: str, output: str, url: str | None, token: str | None, as_json
 @client_options
 def data_ls(url: str | None, token: str | None, as_json: bool) -> None:
     """Datasets and model artifacts on the grid."""
-    rows = _client(url, token).data_ls()
+    rows = grid_client(url, token).data_ls()
     if as_json:
         print_json(rows)
     else:
-        _table(rows, ["name", "size_bytes", "chunks", "stores", "sha256"], "grid datasets")
+        table(rows, ["name", "size_bytes", "chunks", "stores", "sha256"], "grid datasets")
 
 
-@grid.command("credits")
+@click.group("credits", invoke_without_command=True)
 @client_options
-def credits_command(url: str | None, token: str | None, as_json: bool) -> None:
-    """Balances and the append-only ledger."""
-    answer = _client(url, token).credits()
+@click.pass_context
+def credits_command(ctx: click.Context, url: str | None, token: str | None, as_json: bool) -> None:
+    """Balances and the append-only ledger (refused if its hash chain does not check out)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    answer = grid_client(url, token).credits()
     if as_json:
         print_json(answer)
         return
     rows = [{"account": k, "balance": v} for k, v in answer["balances"].items()]
-    _table(rows, ["account", "balance"], "credit balances")
-    _table(
+    table(rows, ["account", "balance"], "credit balances")
+    table(
         answer["entries"][-20:],
         ["id", "account", "amount", "kind", "job_id", "node_id"],
         "ledger (last 20)",
     )
 
 
-@grid.command("models")
+@credits_command.command("verify")
+@click.option(
+    "--data-dir", default="./rigwise-grid", show_default=True, help="The grid's state folder."
+)
+@click.option("--db", "db_url", default=None, help="Database URL (default: SQLite in data dir).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def credits_verify(data_dir: str, db_url: str | None, as_json: bool) -> None:
+    """Check the ledger's hash chain in the coordinator's database: exit 0 when intact, 1 with
+    the first altered, inserted or missing entry otherwise (run it on the coordinator)."""
+    from rigwise.grid.ledger import verify_store
+
+    verdict = verify_store(Path(data_dir), db_url).to_dict()
+    if as_json:
+        print_json(verdict)
+    elif verdict["ok"]:
+        click.echo(f"ledger intact: {verdict['entries']} entries, hash chain verified")
+    else:
+        click.echo(f"ledger ALTERED: {verdict['problem']}")
+    if not verdict["ok"]:
+        raise SystemExit(1)
+
+
+@click.command("models")
 @client_options
 def models_command(url: str | None, token: str | None, as_json: bool) -> None:
     """The leaderboard: models ranked by grid-run held-out perplexity."""
-    rows = _client(url, token).models()
+    rows = grid_client(url, token).models()
     if as_json:
         print_json(rows)
         return
@@ -104,7 +129,7 @@ def models_command(url: str | None, token: str | None, as_json: bool) -> None:
     if any(row.get("tasks") for row in rows):
         rows = [{**row, "tasks": summary(row.get("tasks") or {})} for row in rows]
         columns.append("tasks")
-    _table(rows, columns, "leaderboard")
+    table(rows, columns, "leaderboard")
 
 
 def _wait(client: Any, job_id: str, timeout: float) -> dict[str, Any]:
@@ -116,7 +141,7 @@ def _wait(client: Any, job_id: str, timeout: float) -> dict[str, Any]:
         time.sleep(1.0)
 
 
-@grid.command("eval")
+@click.command("eval")
 @click.argument("model")
 @click.option("--dataset", required=True, help="Grid dataset whose held-out tail grades it.")
 @click.option("--tasks", default="", help="lm-eval tasks as NAME,grid:DATASET,... (see docs).")
@@ -133,17 +158,17 @@ def eval_command(
 ) -> None:
     """Have the grid evaluate a model: held-out perplexity on a grid dataset, plus any
     lm-evaluation-harness tasks."""
-    client = _client(url, token)
+    client = grid_client(url, token)
     names = [name.strip() for name in tasks.split(",") if name.strip()]
     answer = client.evaluate(model, dataset, names)
     if wait:
         answer = _wait(client, answer["id"], 3600)
     print_json(answer) if as_json else click.echo(
-        f"job {answer['id']}: {answer['state']} {_cell(answer.get('result'))}"
+        f"job {answer['id']}: {answer['state']} {cell(answer.get('result'))}"
     )
 
 
-@grid.command("run")
+@click.command("run")
 @click.argument("model", default="best")
 @click.option("--prompt", default="", help="Text to continue.")
 @click.option("--tokens", default=64, show_default=True, help="Tokens to generate.")
@@ -152,7 +177,7 @@ def run_command(
     model: str, prompt: str, tokens: int, url: str | None, token: str | None, as_json: bool
 ) -> None:
     """Run inference on a model (``best`` = top of the leaderboard) on the grid's Ray Serve."""
-    client = _client(url, token)
+    client = grid_client(url, token)
     answer = _wait(client, client.run(model, prompt, tokens)["id"], 3600)
     if as_json:
         print_json(answer)
@@ -161,3 +186,6 @@ def run_command(
     else:
         click.echo(f"job {answer['id']}: {answer['state']} {answer['reason']}")
         raise SystemExit(1)
+
+
+COMMANDS = (data, credits_command, models_command, eval_command, run_command)

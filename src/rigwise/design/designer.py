@@ -40,6 +40,7 @@ class Design:
     evaluated: int
     notes: tuple[str, ...] = field(default=())
     rejected_examples: dict[str, list[str]] = field(default_factory=dict)
+    comparison: Any = None  # compare.Comparison of the first bought build (buy/rent/API)
 
     def to_dict(self) -> dict[str, Any]:
         req = self.request
@@ -58,6 +59,8 @@ class Design:
             "rejected_examples": self.rejected_examples,
             "evaluated": self.evaluated,
             "notes": list(self.notes),
+            "comparison": self.comparison.to_dict() if self.comparison else None,
+            "comparison_text": list(self.comparison.lines()) if self.comparison else [],
         }
 
 
@@ -170,7 +173,20 @@ def design(
         evaluated,
         notes,
         rejected.examples,
+        _comparison(request, ranked),
     )
+
+
+def _comparison(request: DesignRequest, ranked: Sequence[BuildOption]) -> Any:
+    """Buy vs rent vs API for the first option that is bought (inference tasks)."""
+    bought = next((o for o in ranked if o.kind not in ("rent",)), None)
+    if bought is None or request.task not in ("infer", "serve"):
+        return None
+    from rigwise.design.compare import compare
+    from rigwise.design.parts import rule
+
+    hours = request.hours_per_day or rule("hours_per_day_default")
+    return compare(bought, request.model, hours)
 
 
 def _label(cand: Candidate) -> str:

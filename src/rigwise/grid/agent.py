@@ -18,11 +18,10 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlparse
 
-from rigwise.errors import GridError
 from rigwise.grid.client import GridClient
 from rigwise.grid.config import ray_network_env
+from rigwise.grid.engine import VERIFYING
 from rigwise.grid.policy import MachineFacts
-from rigwise.grid.verify import VERIFYING
 
 SPEEDTEST_BYTES = 8_000_000
 CREDENTIAL_FILE = Path("~/.config/rigwise/grid.json")
@@ -67,22 +66,21 @@ def save_credential(answer: dict[str, Any], url: str, path: Path = CREDENTIAL_FI
     return target
 
 
-StartRay = Callable[[dict[str, Any], MachineFacts], None]
+StartRay = Callable[[dict[str, Any], MachineFacts], "int | None"]
 
 
 def start_ray_worker(url: str) -> StartRay:
-    def start(answer: dict[str, Any], facts: MachineFacts) -> None:
-        node_ip = route_ip(url)
-        if ray_network_env(node_ip):
-            raise GridError(
-                f"The grid at {url} is on the loopback address; Ray cannot add worker nodes "
-                "to a loopback cluster (its single-machine mode refuses `ray start --address`).",
-                hint="Start the coordinator on a network address: rigwise grid up --host <IP>.",
-            )
+    """This machine's Ray worker for the grid at ``url``: ``ray start --address`` on a network
+    address; on a loopback grid (coordinator on this machine), a member node started the way
+    Ray's own test cluster adds nodes (``ray_adapter.member``). Returns its process group."""
+
+    def start(answer: dict[str, Any], facts: MachineFacts) -> int:
         from rigwise.grid import ray_adapter
         from rigwise.grid.placement import node_labels
 
-        ray_adapter.start_worker(
+        node_ip = route_ip(url)
+        launch = ray_adapter.start_member if ray_network_env(node_ip) else ray_adapter.start_worker
+        return launch(
             answer["ray_address"],
             answer["ray_token"],
             node_ip,
@@ -110,10 +108,11 @@ def await_verdict(client: GridClient, node_id: str, timeout_s: float) -> dict[st
 
 
 def stop_ray_worker(answer: dict[str, Any]) -> None:
-    """Stop this machine's Ray worker (the grid rejected it after measuring it)."""
+    """Stop the Ray worker this agent started (the grid rejected the machine), and only it."""
     from rigwise.grid import ray_adapter
 
-    ray_adapter.stop_ray(answer["ray_token"])
+    if answer.get("ray_group"):
+        ray_adapter.stop_group(int(answer["ray_group"]))
 
 
 def join(
@@ -135,7 +134,7 @@ def join(
     answer = client.join(facts.to_dict(), name, owner, labels)
     if answer["state"] != VERIFYING or start_ray is None:
         return answer
-    start_ray(answer, facts)
+    answer["ray_group"] = start_ray(answer, facts)
     own = GridClient(client.url, answer["credential"], transport=client.transport)
     record = await_verdict(own, answer["id"], float(answer.get("verify_timeout_s", 300)) + 30)
     if record["state"] == "rejected" and stop_ray is not None:

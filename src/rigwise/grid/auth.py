@@ -15,6 +15,8 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
+from rigwise.errors import GridError
+
 ROLE_ADMIN = "admin"
 ROLE_NODE = "node"
 ROLE_JOIN = "join"
@@ -32,6 +34,19 @@ class Principal:
     @property
     def is_admin(self) -> bool:
         return self.role == ROLE_ADMIN
+
+
+class Forbidden(GridError):
+    """The caller is who it says, but this is not its to do (HTTP 403)."""
+
+
+def require_owner(who: Principal, owner: str, what: str) -> None:
+    """Refuse unless ``who`` is ``owner``'s account or the admin."""
+    if not who.is_admin and who.account != owner:
+        raise Forbidden(
+            f"{what} belongs to {owner!r}, not to {who.account!r}.",
+            hint="Only its owner or the grid admin may change it.",
+        )
 
 
 def new_token() -> str:

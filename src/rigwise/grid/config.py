@@ -12,6 +12,8 @@ RAY_TOKEN_FILE = "ray-token"
 DB_FILE = "grid.sqlite"
 DEFAULT_PORT = 8765
 DEFAULT_REPLICAS = 2
+# uploads are held in memory while they are chunked and hashed: 256 MiB by default
+DEFAULT_MAX_UPLOAD_BYTES = 256 * 2**20
 
 
 @dataclass(frozen=True)
@@ -26,6 +28,7 @@ class GridConfig:
     replicas: int = DEFAULT_REPLICAS
     policy_file: Path | None = None
     store_dirs: tuple[Path, ...] = ()  # extra dataset stores (NAS mounts, other disks)
+    max_upload_bytes: int = DEFAULT_MAX_UPLOAD_BYTES  # larger request bodies get HTTP 413
 
     @property
     def admin_token_path(self) -> Path:
@@ -58,14 +61,23 @@ def make_config(
     replicas: int = DEFAULT_REPLICAS,
     policy_file: str | Path | None = None,
     store_dirs: tuple[str | Path, ...] = (),
+    max_upload_bytes: int = DEFAULT_MAX_UPLOAD_BYTES,
 ) -> GridConfig:
-    """A config with the data directory created and the SQLite default filled in."""
+    """A config with the data directory created owner-only (0700: it holds the tokens, the
+    database and checkpoints) and the SQLite default filled in."""
+    if max_upload_bytes < 1:
+        raise InputError(
+            f"The upload limit must be positive, got {max_upload_bytes} bytes.",
+            hint="Use --max-upload-mib 256.",
+        )
     if replicas < 1:
         raise InputError(f"replicas must be at least 1, got {replicas}.", hint="Use --replicas 2.")
     if not 0 < port < 65536:
         raise InputError(f"Port {port} is out of range.", hint="Use a port like 8765.")
     root = Path(data_dir).expanduser().resolve()
-    root.mkdir(parents=True, exist_ok=True)
+    if not root.exists():  # an existing folder keeps its mode; the files in it are 0600
+        root.mkdir(mode=0o700, parents=True)
+        root.chmod(0o700)
     url = db_url or f"sqlite:///{root / DB_FILE}"
     if not url.startswith(("sqlite:", "postgresql:", "postgresql+")):
         raise InputError(
@@ -77,7 +89,9 @@ def make_config(
     for store in stores:
         if not store.is_dir():
             raise InputError(f"Store {str(store)!r} is not a directory.", hint="Mount it first.")
-    return GridConfig(root, url, host, port, ray_address, replicas, policy, stores)
+    return GridConfig(
+        root, url, host, port, ray_address, replicas, policy, stores, max_upload_bytes
+    )
 
 
 def ray_network_env(host: str) -> dict[str, str]:

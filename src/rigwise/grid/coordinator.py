@@ -1,8 +1,16 @@
 """The coordinator's HTTP API (FastAPI): the only grid module importing a web framework.
 
-Every route needs ``Authorization: Bearer <token>``: the join token may only call
-``POST /api/join``; node credentials and the admin token may read and submit; only the admin
-may run command jobs. Errors are JSON ``{"error": ..., "hint": ...}`` with 400/401/403/404/409.
+Every route needs ``Authorization: Bearer <token>``, and what a caller may do follows from who
+the token says it is (``auth.Principal``), never from a field in the request:
+
+- the join token may join a machine and measure its link (``/api/speedtest``), nothing else;
+- a node credential whose node is ``verifying`` or ``rejected`` reads its own record only;
+- an admitted node's credential (and the admin token) reads the grid's shared state (nodes,
+  jobs, datasets, credits, models), submits jobs, and changes only what its account owns
+  (cancel its jobs, read their logs, replace its datasets and templates); only the admin runs
+  command jobs or replaces what another account owns.
+
+Errors are JSON ``{"error": ..., "hint": ...}`` with 400/401/403/404/409/413.
 """
 
 import logging
@@ -19,21 +27,23 @@ from pydantic import BaseModel, Field
 from rigwise.errors import GridError, InputError, RigwiseError, UnknownNameError
 from rigwise.grid import auth
 from rigwise.grid.config import GridConfig, ray_network_env
+from rigwise.grid.engine import ADMITTED, LOST
 from rigwise.grid.policy import MachineFacts
 from rigwise.grid.service import GridService
-from rigwise.grid.verify import VERIFYING
 
 log = logging.getLogger("rigwise.grid")
 
 
 class _Refused(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        self.status, self.message = status, message
+    def __init__(self, status: int, message: str, hint: str = "") -> None:
+        self.status, self.message, self.hint = status, message, hint
 
 
 class JoinBody(BaseModel):
     facts: dict[str, Any]
     name: str = Field(min_length=1, max_length=200)
+    # the account to credit: used with the join token for a new account, ignored for a
+    # member's credential (its own account), chosen freely by the admin only
     owner: str = Field(min_length=1, max_length=200)
     labels: dict[str, str] = Field(default_factory=dict)
 
@@ -62,16 +72,16 @@ def _scheduler_loop(service: GridService, stop: threading.Event, interval: float
         stop.wait(interval)
 
 
-def create_app(service: GridService, scheduler_interval: float | None = 0.5) -> FastAPI:
-    """The API over ``service``; a scheduler thread runs while the app is up."""
+def _lifespan(service: GridService, interval: float | None) -> Callable[[FastAPI], Any]:
+    """Runs the scheduler thread while the app is up (none when ``interval`` is None)."""
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         stop = threading.Event()
         thread = None
-        if scheduler_interval is not None:
+        if interval is not None:
             thread = threading.Thread(
-                target=_scheduler_loop, daemon=True, args=(service, stop, scheduler_interval)
+                target=_scheduler_loop, daemon=True, args=(service, stop, interval)
             )
             thread.start()
         yield
@@ -79,55 +89,83 @@ def create_app(service: GridService, scheduler_interval: float | None = 0.5) -> 
         if thread is not None:
             thread.join(timeout=10)
 
-    app = FastAPI(title="rigwise grid", lifespan=lifespan)
+    return lifespan
 
+
+def _error_handlers(app: FastAPI) -> None:
     @app.exception_handler(_Refused)
     async def refused(_: Request, exc: _Refused) -> JSONResponse:
-        return JSONResponse({"error": exc.message}, status_code=exc.status)
+        return JSONResponse({"error": exc.message, "hint": exc.hint}, status_code=exc.status)
 
     @app.exception_handler(RigwiseError)
     async def rigwise_error(_: Request, exc: RigwiseError) -> JSONResponse:
         status = 404 if isinstance(exc, UnknownNameError) else 400
         status = 409 if isinstance(exc, GridError) and not isinstance(exc, InputError) else status
+        status = 403 if isinstance(exc, auth.Forbidden) else status
         return JSONResponse({"error": exc.message, "hint": exc.hint}, status_code=status)
 
-    def principal(authorization: Annotated[str | None, Header()] = None) -> auth.Principal:
-        who = service.authenticate(auth.bearer(authorization))
+
+class _Access:
+    """The FastAPI dependencies that turn a bearer token into a principal, by kind."""
+
+    def __init__(self, service: GridService) -> None:
+        self.service = service
+
+    def anyone(self, authorization: Annotated[str | None, Header()] = None) -> auth.Principal:
+        who = self.service.authenticate(auth.bearer(authorization))
         if who is None:
-            raise _Refused(401, "missing or wrong token")
+            raise _Refused(401, "missing or wrong token", "Pass Authorization: Bearer <token>.")
         return who
 
-    def caller(who: Annotated[auth.Principal, Depends(principal)]) -> auth.Principal:
+    def own_record(self, who: auth.Principal, node_id: str) -> None:
+        """A verifying or rejected node's credential reads its own record and nothing else."""
         if who.role == auth.ROLE_JOIN:
             raise _Refused(403, "the join token may only join a node")
-        return who
-
-    def refuse_unadmitted(who: auth.Principal) -> None:
-        # a node's credential works once the grid has verified the node (see grid/verify.py)
-        state = service.node_state(who.node_id) if who.node_id is not None else None
-        if state in (VERIFYING, "rejected"):
+        state = self.service.node_state(who.node_id) if who.node_id is not None else None
+        if who.node_id is not None and state not in (ADMITTED, LOST) and who.node_id != node_id:
             raise _Refused(403, f"node {who.node_id} is {state}: only its own record is readable")
 
-    def member(who: Annotated[auth.Principal, Depends(caller)]) -> auth.Principal:
-        refuse_unadmitted(who)
+    def member(self, authorization: Annotated[str | None, Header()] = None) -> auth.Principal:
+        who = self.anyone(authorization)
+        if who.role == auth.ROLE_JOIN:
+            raise _Refused(403, "the join token may only join a node")
+        state = self.service.node_state(who.node_id) if who.node_id is not None else None
+        if who.node_id is not None and state not in (ADMITTED, LOST):
+            raise _Refused(403, f"node {who.node_id} is {state}: only its own record is readable")
         return who
 
-    Member = Annotated[auth.Principal, Depends(member)]
-    Caller = Annotated[auth.Principal, Depends(caller)]
-    Anyone = Annotated[auth.Principal, Depends(principal)]
+    def joiner(self, authorization: Annotated[str | None, Header()] = None) -> auth.Principal:
+        """The join token, the admin, or an admitted member adding a machine to its account."""
+        who = self.anyone(authorization)
+        return who if who.role == auth.ROLE_JOIN else self.member(authorization)
+
+
+def create_app(service: GridService, scheduler_interval: float | None = 0.5) -> FastAPI:
+    """The API over ``service``; a scheduler thread runs while the app is up."""
+    app = FastAPI(title="rigwise grid", lifespan=_lifespan(service, scheduler_interval))
+    _error_handlers(app)
+    access = _Access(service)
+    _node_routes(app, service, access)
+    _job_routes(app, service, access)
+    _data_routes(app, service, access)
+    _result_routes(app, service, access)
+    return app
+
+
+def _node_routes(app: FastAPI, service: GridService, access: _Access) -> None:
+    Joiner = Annotated[auth.Principal, Depends(access.joiner)]
+    Member = Annotated[auth.Principal, Depends(access.member)]
+    Anyone = Annotated[auth.Principal, Depends(access.anyone)]
 
     @app.post("/api/join")
-    def join(body: JoinBody, who: Anyone) -> dict[str, Any]:
-        if who.role not in (auth.ROLE_JOIN, auth.ROLE_ADMIN):
-            raise _Refused(403, "joining needs the join token")
-        answer = service.join(
-            MachineFacts.from_dict(body.facts), body.name, body.owner, body.labels
-        )
+    def join(body: JoinBody, who: Joiner) -> dict[str, Any]:
+        facts = MachineFacts.from_dict(body.facts)
+        answer = service.join(who, facts, body.name, body.owner, body.labels)
         log.info("node %s %s", answer["id"], answer["state"])
         return answer
 
     @app.get("/api/speedtest")
-    def speedtest(who: Anyone, size_bytes: int = 8_000_000) -> Response:
+    def speedtest(who: Joiner, size_bytes: int = 8_000_000) -> Response:
         # the agent measures its link to the coordinator with this download
         return Response(
             bytes(min(max(size_bytes, 0), 64_000_000)), media_type="application/octet-stream"
@@ -138,15 +176,13 @@ def create_app(service: GridService, scheduler_interval: float | None = 0.5) -> 
         return service.nodes()
 
     @app.get("/api/nodes/{node_id}")
-    def node(node_id: str, who: Caller) -> dict[str, Any]:
-        # a verifying or rejected node may read its own verdict and nothing else
-        if (
-            who.node_id is not None
-            and who.node_id != node_id
-            and service.node_state(who.node_id) == VERIFYING
-        ):
-            raise _Refused(403, f"node {who.node_id} is still being verified by the grid")
+    def node(node_id: str, who: Anyone) -> dict[str, Any]:
+        access.own_record(who, node_id)
         return service.node(node_id)
+
+
+def _job_routes(app: FastAPI, service: GridService, access: _Access) -> None:
+    Member = Annotated[auth.Principal, Depends(access.member)]
 
     @app.get("/api/jobs")
     def jobs(who: Member) -> list[dict[str, Any]]:
@@ -162,11 +198,34 @@ def create_app(service: GridService, scheduler_interval: float | None = 0.5) -> 
 
     @app.get("/api/jobs/{job_id}/logs")
     def logs(job_id: str, who: Member) -> list[dict[str, Any]]:
-        return service.logs(job_id)
+        return service.logs(who, job_id)
 
     @app.post("/api/jobs/{job_id}/cancel")
     def cancel(job_id: str, who: Member) -> dict[str, Any]:
         return service.cancel(who, job_id)
+
+
+async def _bounded_body(request: Request, limit: int) -> bytes:
+    """The request body, refused with 413 past ``limit`` bytes (declared or streamed)."""
+    declared = request.headers.get("content-length", "")
+    too_big = _Refused(
+        413,
+        f"upload larger than the grid's limit of {limit} bytes",
+        "Split the file, or start the coordinator with a larger --max-upload-mib.",
+    )
+    if declared.isdigit() and int(declared) > limit:
+        raise too_big
+    parts, size = [], 0
+    async for part in request.stream():
+        size += len(part)
+        if size > limit:
+            raise too_big
+        parts.append(part)
+    return b"".join(parts)
+
+
+def _data_routes(app: FastAPI, service: GridService, access: _Access) -> None:
+    Member = Annotated[auth.Principal, Depends(access.member)]
 
     @app.get("/api/data")
     def data_ls(who: Member) -> list[dict[str, Any]]:
@@ -176,11 +235,16 @@ def create_app(service: GridService, scheduler_interval: float | None = 0.5) -> 
     async def data_put(
         name: str, request: Request, who: Member, replicas: int | None = None
     ) -> dict[str, Any]:
-        return service.data_put(name, await request.body(), replicas)
+        body = await _bounded_body(request, service.config.max_upload_bytes)
+        return service.data_put(who, name, body, replicas)
 
     @app.get("/api/data/{name}")
     def data_get(name: str, who: Member) -> Response:
         return Response(service.data_get(name), media_type="application/octet-stream")
+
+
+def _result_routes(app: FastAPI, service: GridService, access: _Access) -> None:
+    Member = Annotated[auth.Principal, Depends(access.member)]
 
     @app.get("/api/credits")
     def credits(who: Member) -> dict[str, Any]:
@@ -198,8 +262,6 @@ def create_app(service: GridService, scheduler_interval: float | None = 0.5) -> 
     def run(reference: str, body: RunBody, who: Member) -> dict[str, Any]:
         return service.run_model(who, reference, body.prompt, body.tokens)
 
-    return app
-
 
 def serve(service: GridService, host: str, port: int) -> None:
     """Run the API with uvicorn until interrupted."""
@@ -215,7 +277,9 @@ def start(config: GridConfig, ray_port: int, on_ready: Callable[[str], None]) ->
     os.environ.update({**auth.ray_auth_env(ray_token), **ray_network_env(config.host)})
     from rigwise.grid import ray_adapter
 
-    address = config.ray_address or ray_adapter.start_head(config.host, ray_port, ray_token)
+    address = config.ray_address or ray_adapter.start_head(
+        config.host, ray_port, ray_token, config.data_dir
+    )
     ray_adapter.connect(address, ray_token)
     service = GridService(config, ray_address=address, ray_token=ray_token)
     payload = service.verification_rule.payload_bytes

@@ -2,12 +2,17 @@
 
 Every state change is committed before the API answers, so a coordinator killed at any point
 restarts from the same file with no job or ledger entry lost. The ledger is append-only: the ORM
-refuses updates and deletes, and on SQLite/PostgreSQL a trigger refuses them in SQL as well.
+refuses updates and deletes, on SQLite/PostgreSQL a trigger refuses them in SQL as well, and
+each entry carries a keyed hash of itself and of the entry before it (``grid.ledger``), so an
+edit made around both (a dropped trigger, a direct INSERT) is detected when the ledger is read.
+The SQLite file is created readable by its owner only (0600); its WAL files inherit that mode.
 """
 
 from __future__ import annotations
 
+import os
 import time
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import (
@@ -20,6 +25,8 @@ from sqlalchemy import (
     Text,
     create_engine,
     event,
+    inspect,
+    text,
 )
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
@@ -97,18 +104,23 @@ class LedgerRow(Base):
     job_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
     node_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
     detail: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    # the hash chain (grid/ledger.py): the previous entry's hash, and this entry's
+    prev_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    entry_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
 
 class TemplateRow(Base):
     __tablename__ = "templates"
     name: Mapped[str] = mapped_column(String(200), primary_key=True)
     spec: Mapped[dict[str, Any]] = mapped_column(JSON)
+    owner: Mapped[str] = mapped_column(String(200), default="admin")  # who may replace it
 
 
 class DatasetRow(Base):
     __tablename__ = "datasets"
     name: Mapped[str] = mapped_column(String(200), primary_key=True)
     manifest: Mapped[dict[str, Any]] = mapped_column(JSON)
+    owner: Mapped[str] = mapped_column(String(200), default="admin")  # who may replace it
     created_at: Mapped[float] = mapped_column(Float, default=_now)
 
 
@@ -131,6 +143,11 @@ class EvaluationRow(Base):
     dataset: Mapped[str] = mapped_column(String(200))
     job_id: Mapped[str] = mapped_column(String(32))
     created_at: Mapped[float] = mapped_column(Float, default=_now)
+
+
+def add_event(session: Session, job_id: str, message: str) -> None:
+    """One line of a job's history (``grid logs``)."""
+    session.add(JobEventRow(job_id=job_id, message=message))
 
 
 @event.listens_for(LedgerRow, "before_update")
@@ -167,13 +184,44 @@ def _sqlite_wal(connection: Any, _: Any) -> None:
     cursor.close()
 
 
+def _private_sqlite_file(url: str) -> None:
+    """Create (or narrow) the SQLite file as 0600 before SQLite opens it."""
+    path = url.split(":///", 1)[1] if ":///" in url else ""
+    if not path or path.startswith(":memory:"):
+        return
+    file = Path(path)
+    file.parent.mkdir(parents=True, exist_ok=True)
+    os.close(os.open(file, os.O_WRONLY | os.O_CREAT, 0o600))
+    for existing in (file, Path(f"{file}-wal"), Path(f"{file}-shm")):
+        if existing.exists():
+            existing.chmod(0o600)
+
+
+def _add_missing_columns(engine: Engine) -> None:
+    """Columns added since a database was created (owners, the ledger's hashes): added empty,
+    so an older grid's file opens (its unchained ledger entries are reported, not trusted)."""
+    present = inspect(engine)
+    with engine.begin() as connection:
+        for table in Base.metadata.sorted_tables:
+            have = {column["name"] for column in present.get_columns(table.name)}
+            for column in table.columns:
+                if column.name not in have:
+                    kind = column.type.compile(engine.dialect)
+                    connection.execute(
+                        text(f"ALTER TABLE {table.name} ADD COLUMN {column.name} {kind}")
+                    )
+
+
 def open_database(url: str) -> sessionmaker[Session]:
     """Create the tables if missing and return a session factory."""
     sqlite = url.startswith("sqlite")
+    if sqlite:
+        _private_sqlite_file(url)
     # the scheduler thread and API requests write concurrently: wait for the lock, and let
     # readers proceed during a write (write-ahead log)
     engine: Engine = create_engine(url, connect_args={"timeout": 30} if sqlite else {})
     if sqlite:
         event.listen(engine, "connect", _sqlite_wal)
     Base.metadata.create_all(engine)
+    _add_missing_columns(engine)
     return sessionmaker(engine, expire_on_commit=False)

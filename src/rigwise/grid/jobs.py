@@ -19,8 +19,10 @@ from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from sqlalchemy.orm import Session
 
 from rigwise.errors import InputError, validation_message
+from rigwise.grid.db import JobRow
 from rigwise.grid.harness import MODULE as HARNESS_MODULE
 from rigwise.grid.harness import grid_dataset
 from rigwise.grid.placement import HardwareProfile
@@ -193,3 +195,30 @@ def predict_seconds(spec: JobSpec) -> tuple[float | None, str]:
     if not plan.fits:
         return None, f"planner: {plan.reason}"
     return plan.time_to_train_s, f"planner: {plan.accelerator} x{plan.gpus}"
+
+
+def job_row(session: Session, job_id: str) -> JobRow:
+    """A job's row, or bad input naming the id."""
+    row = session.get(JobRow, job_id)
+    if row is None:
+        raise InputError(f"No job {job_id!r}.", hint="List jobs with `rigwise grid jobs`.")
+    return row
+
+
+def job_dict(row: JobRow) -> dict[str, Any]:
+    """A job as the API shows it (its output lines are in ``grid logs``)."""
+    return {
+        "id": row.id,
+        "name": row.name,
+        "kind": row.kind,
+        "state": row.state,
+        "node": row.node,
+        "attempts": row.attempts,
+        "reason": row.reason,
+        "submitter": row.submitter,
+        "predicted_seconds": row.predicted_seconds,
+        "created_at": row.created_at,
+        "started_at": row.started_at,
+        "finished_at": row.finished_at,
+        "result": {k: v for k, v in (row.result or {}).items() if k != "log"},
+    }

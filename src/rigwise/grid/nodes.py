@@ -4,18 +4,16 @@ measured on its Ray worker (``rigwise.grid.verify``)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from rigwise.grid.db import NodeRow
+from rigwise.grid.engine import ADMITTED, REJECTED, VERIFYING, Engine
 from rigwise.grid.policy import MachineFacts, Policy
-from rigwise.grid.verify import VERIFYING, VerificationRule, judge, timed_out
+from rigwise.grid.verify import VerificationRule, judge, timed_out
 from rigwise.units import GiB
-
-if TYPE_CHECKING:
-    from rigwise.grid.service import Engine
 
 
 def verify_pass(session: Session, engine: Engine, policy: Policy, rule: VerificationRule) -> None:
@@ -48,7 +46,7 @@ def verify_pass(session: Session, engine: Engine, policy: Policy, rule: Verifica
 def reject(node: NodeRow, why: str) -> None:
     """A verifying node the grid could not measure: rejected for ``why``. Its credential can
     then only read the node's own record (see the coordinator's ``member``)."""
-    node.state, node.reasons = "rejected", [f"verification: {why}"]
+    node.state, node.reasons = REJECTED, [f"verification: {why}"]
     node.verification = {"state": "failed", "error": why}
 
 
@@ -56,7 +54,7 @@ def settle(node: NodeRow, measured: MachineFacts, policy: Policy, rule: Verifica
     """The verdict on a verifying node, judged on ``measured`` (the grid's figures)."""
     claimed = MachineFacts.from_dict(node.facts)
     verified, verdict = judge(policy, claimed, measured, rule)
-    node.state = "admitted" if verdict.admitted else "rejected"
+    node.state = ADMITTED if verdict.admitted else REJECTED
     node.reasons = verdict.reasons
     node.measured_flops = verified.measured_flops
     node.verification = {

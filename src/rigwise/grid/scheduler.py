@@ -4,25 +4,23 @@ running jobs, launch queued ones. Called in a loop by the coordinator (and direc
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from rigwise.errors import RigwiseError
-from rigwise.grid import credits, datasets, leaderboard, nodes
-from rigwise.grid.db import JobRow, LedgerRow, ModelRow, NodeRow
+from rigwise.grid import credits, datasets, leaderboard, ledger, nodes
+from rigwise.grid.db import JobRow, ModelRow, NodeRow, add_event
+from rigwise.grid.engine import ADMITTED, LOST, MAX_ATTEMPTS, Engine, GridState
 from rigwise.grid.harness import grid_dataset
 from rigwise.grid.jobs import JobSpec
 from rigwise.grid.placement import plan_placement
 
-if TYPE_CHECKING:
-    from rigwise.grid.service import Engine, GridService
-
 REPLICATION_INTERVAL_S = 5.0  # how often under-replicated datasets are topped up
 
 
-def tick(service: GridService) -> None:
+def tick(service: GridState) -> None:
     engine = service.engine
     if engine is None:
         return
@@ -47,27 +45,27 @@ def tick(service: GridService) -> None:
 
 
 def _refresh_nodes(session: Session, engine: Engine) -> set[str]:
+    """Admitted nodes whose Ray worker is dead or gone from the cluster are ``lost`` (Ray
+    reports a killed worker within its health-check period, which the grid's head sets to a
+    few seconds: ``ray_adapter.cluster.HEALTH_CHECK_ENV``); they return when it is back."""
     alive = engine.alive_nodes()
     lost = set()
-    for node in session.scalars(select(NodeRow).where(NodeRow.state.in_(("admitted", "lost")))):
-        if node.id not in alive:
-            continue
-        if node.state == "admitted" and not alive[node.id]:
-            node.state, node.reasons = "lost", ["Ray node stopped answering"]
-        elif node.state == "lost" and alive[node.id]:
-            node.state, node.reasons = "admitted", []
-        if node.state == "lost":
+    for node in session.scalars(select(NodeRow).where(NodeRow.state.in_((ADMITTED, LOST)))):
+        up = alive.get(node.id, False)
+        if node.state == ADMITTED and not up:
+            node.state, node.reasons = LOST, ["its Ray worker stopped answering"]
+        elif node.state == LOST and up:
+            node.state, node.reasons = ADMITTED, []
+        if node.state == LOST:
             lost.add(node.id)
     return lost
 
 
-def _event(service: GridService, session: Session, job_id: str, message: str) -> None:
-    service._event(session, job_id, message)
+def _event(service: GridState, session: Session, job_id: str, message: str) -> None:
+    add_event(session, job_id, message)
 
 
-def _requeue(service: GridService, session: Session, row: JobRow, why: str) -> None:
-    from rigwise.grid.service import MAX_ATTEMPTS
-
+def _requeue(service: GridState, session: Session, row: JobRow, why: str) -> None:
     if row.attempts >= MAX_ATTEMPTS:
         _finish(service, session, row, "failed", f"{why}; gave up after {row.attempts} attempts")
         return
@@ -75,13 +73,13 @@ def _requeue(service: GridService, session: Session, row: JobRow, why: str) -> N
     _event(service, session, row.id, f"requeued: {why} (resumes from its last checkpoint)")
 
 
-def _finish(service: GridService, session: Session, row: JobRow, state: str, why: str) -> None:
+def _finish(service: GridState, session: Session, row: JobRow, state: str, why: str) -> None:
     row.state, row.reason, row.finished_at = state, why, time.time()
     _event(service, session, row.id, f"{state}: {why}")
 
 
 def _follow(
-    service: GridService, session: Session, engine: Engine, row: JobRow, lost: set[str]
+    service: GridState, session: Session, engine: Engine, row: JobRow, lost: set[str]
 ) -> None:
     status, value = engine.poll(row.id)
     if status == "running":
@@ -104,7 +102,7 @@ def _follow(
         _succeed(service, session, row, value)
 
 
-def _succeed(service: GridService, session: Session, row: JobRow, result: dict[str, Any]) -> None:
+def _succeed(service: GridState, session: Session, row: JobRow, result: dict[str, Any]) -> None:
     for line in result.get("log", []):
         _event(service, session, row.id, f"[job] {line}")
     kept = {k: v for k, v in result.items() if k not in ("weights", "log")}
@@ -124,43 +122,27 @@ def _succeed(service: GridService, session: Session, row: JobRow, result: dict[s
     _finish(service, session, row, "succeeded", "done")
 
 
-def _credit(
-    service: GridService, session: Session, row: JobRow, seconds: float, tokens: int
-) -> None:
+def _credit(service: GridState, session: Session, row: JobRow, seconds: float, tokens: int) -> None:
     """Credit the node's owner for verified work; the submitter pays (same transaction)."""
     node = session.get(NodeRow, row.node) if row.node else None
     if node is None:
         return
     rule = service.credit_rule
     earned = credits.credit_for_work(rule, seconds, node.measured_flops)
-    session.add(
-        LedgerRow(
-            account=node.owner,
-            amount=earned.credits,
-            kind="earn",
-            job_id=row.id,
-            node_id=node.id,
-            detail=earned.to_dict(),
-        )
+    key = service.ledger_key
+    ledger.append(
+        session, key, node.owner, earned.credits, "earn", row.id, node.id, earned.to_dict()
     )
     cost = credits.job_cost(rule, earned.credits) + credits.inference_cost(rule, tokens)
-    session.add(
-        LedgerRow(
-            account=row.submitter,
-            amount=-cost,
-            kind="spend",
-            job_id=row.id,
-            node_id=node.id,
-            detail={"job_credits": earned.credits, "tokens": tokens},
-        )
-    )
+    detail = {"job_credits": earned.credits, "tokens": tokens}
+    ledger.append(session, key, row.submitter, -cost, "spend", row.id, node.id, detail)
 
 
-def _inputs(service: GridService, session: Session, spec: JobSpec) -> dict[str, bytes]:
+def _inputs(service: GridState, session: Session, spec: JobSpec) -> dict[str, bytes]:
     stores = service.stores(session)  # found once: it asks Ray which storage nodes are alive
 
     def read(name: str, what: str) -> bytes:
-        manifest = service._manifest(session, name)
+        manifest = service.manifest(session, name)
         if manifest is None:
             raise RigwiseError(f"{what} is gone from the grid")
         return stores.get(manifest).data
@@ -180,9 +162,9 @@ def _inputs(service: GridService, session: Session, spec: JobSpec) -> dict[str, 
     return inputs
 
 
-def _try_launch(service: GridService, session: Session, engine: Engine, row: JobRow) -> None:
+def _try_launch(service: GridState, session: Session, engine: Engine, row: JobRow) -> None:
     spec = JobSpec.from_dict(row.spec)
-    plan = plan_placement(spec.hardware, service._node_views(session))
+    plan = plan_placement(spec.hardware, service.node_views(session))
     if not plan.feasible:
         if row.reason != plan.reason:
             row.reason = plan.reason

@@ -5,6 +5,11 @@ scheduler is ``tick()``: called in a loop by the coordinator, and directly by te
 change is committed at once, so the database (not this process) is the truth: a job the engine
 does not know about but the database says is running was lost with a previous coordinator and
 is queued again (it resumes from its last checkpoint).
+
+Authorisation is by the authenticated principal, never by a claim in a request: a node's
+account is fixed when its credential is issued (see ``join``), a job's submitter and a
+dataset's or template's owner are the caller's account, and only that account or the admin may
+cancel or replace them.
 """
 
 from __future__ import annotations
@@ -12,49 +17,43 @@ from __future__ import annotations
 import secrets
 import threading
 import time
-from typing import Any, Protocol
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from rigwise.catalog.loader import read_yaml
-from rigwise.errors import GridError, InputError
-from rigwise.grid import auth, credits, leaderboard
+from rigwise.errors import InputError
+from rigwise.grid import auth, credits, datasets, leaderboard, ledger, scheduler
 from rigwise.grid.config import GridConfig
-from rigwise.grid.datasets import reachable_stores
-from rigwise.grid.db import JobEventRow, JobRow, LedgerRow, NodeRow, TokenRow, open_database
+from rigwise.grid.db import (
+    JobEventRow,
+    JobRow,
+    NodeRow,
+    TemplateRow,
+    TokenRow,
+    add_event,
+    open_database,
+)
+from rigwise.grid.engine import ADMITTED, LOST, REJECTED, VERIFYING, Engine
 from rigwise.grid.harness import grid_dataset
-from rigwise.grid.jobs import FINAL_STATES, JobSpec, parse_job, predict_seconds, template_of
+from rigwise.grid.jobs import (
+    FINAL_STATES,
+    JobSpec,
+    job_dict,
+    job_row,
+    parse_job,
+    predict_seconds,
+    template_of,
+)
+from rigwise.grid.ledger import ChainCheck
 from rigwise.grid.nodes import grid_labels, node_dict, ray_resources
-from rigwise.grid.placement import NodeView, PlacementPlan, plan_placement
+from rigwise.grid.placement import NodeView, plan_placement
 from rigwise.grid.policy import DEFAULT_POLICY_FILE, MachineFacts, evaluate, load_policy
-from rigwise.grid.storage import ChunkStores, Manifest, Store
-from rigwise.grid.verify import VERIFYING, VerificationRule
+from rigwise.grid.storage import ChunkStores, Manifest
+from rigwise.grid.verify import VerificationRule
 
-MAX_ATTEMPTS = 5
-
-
-class Engine(Protocol):
-    running: dict[str, Any]
-
-    def launch(
-        self,
-        job_id: str,
-        kind: str,
-        app: dict[str, Any],
-        requires: list[str],
-        env: dict[str, str],
-        plan: PlacementPlan,
-        inputs: dict[str, bytes],
-    ) -> None: ...
-    def placed(self, job_id: str) -> bool: ...
-    def node_of(self, job_id: str) -> str | None: ...
-    def poll(self, job_id: str) -> tuple[str, Any]: ...
-    def release(self, job_id: str, cancel: bool = False) -> None: ...
-    def alive_nodes(self) -> dict[str, bool]: ...
-    def verify(self, node_id: str, cpus: float, gpus: int, claimed: MachineFacts) -> None: ...
-    def verification(self, node_id: str) -> tuple[str, Any]: ...
-    def node_store(self, name: str, node_id: str, directory: str) -> Store: ...
+RESERVED_ACCOUNTS = (auth.ADMIN_ACCOUNT, "join")
 
 
 def _new_id(prefix: str) -> str:
@@ -75,6 +74,7 @@ class GridService:
         self.engine: Engine | None = None
         # the scheduler thread and API calls that touch running jobs take turns
         self.lock = threading.RLock()
+        self.ledger_key = ledger.load_key(config.data_dir)
         self.admin_token, _ = auth.read_or_create_secret(config.admin_token_path)
         self.join_token, _ = auth.read_or_create_secret(config.data_dir / "join-token")
         self._register_token(self.admin_token, auth.ADMIN_ACCOUNT, auth.ROLE_ADMIN)
@@ -102,12 +102,38 @@ class GridService:
         return auth.Principal(row.account, row.role, row.node_id) if row else None
 
     # -- nodes ---------------------------------------------------------------------------
+    def _account_for(self, session: Session, who: auth.Principal, claimed: str) -> str:
+        """The account a new node is credited to. The admin names it; a member's further
+        machines join its own account; with the join token alone, a name no live node of
+        another holder uses (so a joiner cannot become ``admin`` or someone else)."""
+        if who.is_admin:
+            return claimed
+        if who.role == auth.ROLE_NODE:
+            return who.account
+        taken = session.scalar(
+            select(NodeRow.id).where(
+                NodeRow.owner == claimed, NodeRow.state.in_((ADMITTED, VERIFYING, LOST))
+            )
+        )
+        if claimed in RESERVED_ACCOUNTS or taken is not None:
+            raise auth.Forbidden(
+                f"Account {claimed!r} is already held by another credential.",
+                hint="Join with that account's node credential (--token), or pick another --owner.",
+            )
+        return claimed
+
     def join(
-        self, facts: MachineFacts, name: str, owner: str, labels: dict[str, str]
+        self,
+        who: auth.Principal,
+        facts: MachineFacts,
+        name: str,
+        claimed_owner: str,
+        labels: dict[str, str],
     ) -> dict[str, Any]:
         """Judge a machine's claim by policy. One that passes gets a credential and Ray access
         and is ``verifying`` until the grid has measured it on its own Ray worker
-        (``rigwise.grid.verify``); one that fails is rejected at once."""
+        (``rigwise.grid.verify``); that credential reads only the node's own record until the
+        grid admits it. One that fails is rejected at once, with no credential."""
         decision = evaluate(self.policy, facts)
         node_id = _new_id("n")
         given_labels = {**grid_labels(facts), **labels}
@@ -116,9 +142,10 @@ class GridService:
             "GPU": float(len(facts.gpus)),
             "gpu_memory_bytes": min((g.memory_bytes for g in facts.gpus), default=0.0),
         }
-        state = VERIFYING if decision.admitted else "rejected"
+        state = VERIFYING if decision.admitted else REJECTED
         answer: dict[str, Any] = {"id": node_id, "state": state, **decision.to_dict()}
         with self.sessions.begin() as session:
+            owner = self._account_for(session, who, claimed_owner)
             session.add(
                 NodeRow(
                     id=node_id,
@@ -138,6 +165,7 @@ class GridService:
                     },
                 )
             )
+        answer["owner"] = owner
         if decision.admitted:
             credential = auth.new_token()
             self._register_token(credential, owner, auth.ROLE_NODE, node_id)
@@ -164,8 +192,8 @@ class GridService:
             rows = session.scalars(select(NodeRow).order_by(NodeRow.joined_at)).all()
         return [node_dict(row) for row in rows]
 
-    def _node_views(self, session: Session) -> list[NodeView]:
-        rows = session.scalars(select(NodeRow).where(NodeRow.state == "admitted")).all()
+    def node_views(self, session: Session) -> list[NodeView]:
+        rows = session.scalars(select(NodeRow).where(NodeRow.state == ADMITTED)).all()
         return [
             NodeView(
                 r.id,
@@ -178,19 +206,14 @@ class GridService:
         ]
 
     # -- jobs ----------------------------------------------------------------------------
-    def _event(self, session: Session, job_id: str, message: str) -> None:
-        session.add(JobEventRow(job_id=job_id, message=message))
-
     def submit(self, who: auth.Principal, data: dict[str, Any]) -> dict[str, Any]:
-        from rigwise.grid.db import TemplateRow
-
         with self.sessions.begin() as session:
             templates = {t.name: t.spec for t in session.scalars(select(TemplateRow)).all()}
             spec = parse_job(data, templates)
             self._check_submission(session, who, spec)
             if spec.save_as:
-                session.merge(TemplateRow(name=spec.save_as, spec=template_of(data)))
-            plan = plan_placement(spec.hardware, self._node_views(session))
+                self._save_template(session, who, spec.save_as, template_of(data))
+            plan = plan_placement(spec.hardware, self.node_views(session))
             predicted, prediction_note = predict_seconds(spec)
             job = JobRow(
                 id=_new_id("j"),
@@ -203,7 +226,7 @@ class GridService:
             )
             session.add(job)
             session.flush()
-            self._event(session, job.id, f"submitted by {who.account}; placement: {plan.reason}")
+            add_event(session, job.id, f"submitted by {who.account}; placement: {plan.reason}")
         return {
             "id": job.id,
             "state": "queued",
@@ -212,8 +235,19 @@ class GridService:
             "prediction": prediction_note,
         }
 
+    @staticmethod
+    def _save_template(
+        session: Session, who: auth.Principal, name: str, spec: dict[str, Any]
+    ) -> None:
+        row = session.get(TemplateRow, name)
+        if row is None:
+            session.add(TemplateRow(name=name, spec=spec, owner=who.account))
+            return
+        auth.require_owner(who, row.owner or auth.ADMIN_ACCOUNT, f"Template {name!r}")
+        row.spec = spec
+
     def _require_dataset(self, session: Session, name: str, shown: str) -> None:
-        if not name or self._manifest(session, name) is None:
+        if not name or self.manifest(session, name) is None:
             raise InputError(
                 f"Dataset {shown} is not on the grid.",
                 hint="Put it first: rigwise grid data put FILE --name NAME.",
@@ -221,7 +255,7 @@ class GridService:
 
     def _check_submission(self, session: Session, who: auth.Principal, spec: JobSpec) -> None:
         if spec.kind == "command" and not who.is_admin:
-            raise InputError(
+            raise auth.Forbidden(
                 "Only the grid admin may submit command jobs.",
                 hint="Use kind train, evaluate or serve.",
             )
@@ -234,10 +268,11 @@ class GridService:
             name = grid_dataset(str(task))
             if name:
                 self._require_dataset(session, name, f"{name!r} of task {task!r}")
-        balance = sum(
-            session.scalars(select(LedgerRow.amount).where(LedgerRow.account == who.account)).all()
-        )
-        if not who.is_admin and balance < self.credit_rule.min_balance_to_submit:
+        if who.is_admin:
+            return
+        rows = ledger.verified_rows(session, self.ledger_key, self.config.data_dir)
+        balance = sum(row.amount for row in rows if row.account == who.account)
+        if balance < self.credit_rule.min_balance_to_submit:
             raise InputError(
                 f"Account {who.account!r} has {balance:.1f} credits; "
                 f"{self.credit_rule.min_balance_to_submit:.1f} needed.",
@@ -246,20 +281,19 @@ class GridService:
 
     def job(self, job_id: str) -> dict[str, Any]:
         with self.sessions() as session:
-            row = session.get(JobRow, job_id)
-            if row is None:
-                raise InputError(f"No job {job_id!r}.", hint="List jobs with `rigwise grid jobs`.")
-            return _job_dict(row)
+            return job_dict(job_row(session, job_id))
 
     def jobs(self) -> list[dict[str, Any]]:
         with self.sessions() as session:
             return [
-                _job_dict(r) for r in session.scalars(select(JobRow).order_by(JobRow.created_at))
+                job_dict(r) for r in session.scalars(select(JobRow).order_by(JobRow.created_at))
             ]
 
-    def logs(self, job_id: str) -> list[dict[str, Any]]:
-        self.job(job_id)
+    def logs(self, who: auth.Principal, job_id: str) -> list[dict[str, Any]]:
+        """A job's events and output: its submitter's (or the admin's) to read."""
         with self.sessions() as session:
+            row = job_row(session, job_id)
+            auth.require_owner(who, row.submitter, f"The logs of job {job_id}")
             rows = session.scalars(
                 select(JobEventRow).where(JobEventRow.job_id == job_id).order_by(JobEventRow.id)
             ).all()
@@ -267,65 +301,51 @@ class GridService:
 
     def cancel(self, who: auth.Principal, job_id: str) -> dict[str, Any]:
         with self.lock, self.sessions.begin() as session:
-            row = session.get(JobRow, job_id)
-            if row is None:
-                raise InputError(f"No job {job_id!r}.", hint="List jobs with `rigwise grid jobs`.")
-            if not who.is_admin and row.submitter != who.account:
-                raise GridError(f"Job {job_id} belongs to {row.submitter}.")
+            row = job_row(session, job_id)
+            auth.require_owner(who, row.submitter, f"Job {job_id}")
             if row.state not in FINAL_STATES:
                 if self.engine is not None and job_id in self.engine.running:
                     self.engine.release(job_id, cancel=True)
                 row.state, row.finished_at = "cancelled", time.time()
-                self._event(session, job_id, f"cancelled by {who.account}")
-            return _job_dict(row)
+                add_event(session, job_id, f"cancelled by {who.account}")
+            return job_dict(row)
 
     # -- datasets ------------------------------------------------------------------------
-    def _manifest(self, session: Session, name: str) -> Manifest | None:
-        from rigwise.grid.db import DatasetRow
+    def manifest(self, session: Session, name: str) -> Manifest | None:
+        return datasets.manifest(session, name)
 
-        row = session.get(DatasetRow, name)
-        return Manifest.from_dict(row.manifest) if row else None
-
-    def data_put(self, name: str, data: bytes, replicas: int | None = None) -> dict[str, Any]:
-        from rigwise.grid.db import DatasetRow
-
+    def data_put(
+        self, who: auth.Principal, name: str, data: bytes, replicas: int | None = None
+    ) -> dict[str, Any]:
         with self.sessions.begin() as session:
-            stores = self.stores(session)
-            manifest = stores.put(name, data, replicas or self.config.replicas)
-            session.merge(DatasetRow(name=name, manifest=manifest.to_dict()))
-        return manifest.to_dict()
+            return datasets.put(
+                session, self.stores(session), who, name, data, replicas or self.config.replicas
+            )
 
     def stores(self, session: Session) -> ChunkStores:
         """The dataset stores reachable now (storage nodes, --store dirs, the coordinator)."""
-        return reachable_stores(session, self.config, self.engine)
+        return datasets.reachable_stores(session, self.config, self.engine)
 
     def data_get(self, name: str) -> bytes:
         with self.sessions() as session:
-            manifest = self._manifest(session, name)
+            manifest = self.manifest(session, name)
             if manifest is None:
                 raise InputError(f"No dataset {name!r}.", hint="List them: rigwise grid data ls.")
             return self.stores(session).get(manifest).data
 
     def data_ls(self) -> list[dict[str, Any]]:
-        from rigwise.grid.db import DatasetRow
-
         with self.sessions() as session:
-            rows = session.scalars(select(DatasetRow).order_by(DatasetRow.name)).all()
-        return [
-            {k: v for k, v in r.manifest.items() if k != "chunks"}
-            | {"chunks": len(r.manifest["chunks"])}
-            for r in rows
-        ]
+            return datasets.listing(session)
 
     # -- engine and leaderboard ------------------------------------------------------------
     def attach_engine(self, engine: Engine) -> None:
         self.engine = engine
 
     def tick(self) -> None:
-        from rigwise.grid.scheduler import tick
-
         with self.lock:
-            tick(self)
+            scheduler.tick(self)
+            with self.sessions() as session:  # the ledger's last entry, once committed
+                ledger.write_head(session, self.config.data_dir)
 
     def models(self) -> list[dict[str, Any]]:
         with self.sessions() as session:
@@ -360,38 +380,11 @@ class GridService:
 
     # -- credits -------------------------------------------------------------------------
     def ledger(self) -> dict[str, Any]:
+        """Balances and entries, once the hash chain checks out (a GridError otherwise)."""
         with self.sessions() as session:
-            rows = session.scalars(select(LedgerRow).order_by(LedgerRow.id)).all()
-        entries = [
-            {
-                "id": r.id,
-                "time": r.time,
-                "account": r.account,
-                "amount": r.amount,
-                "kind": r.kind,
-                "job_id": r.job_id,
-                "node_id": r.node_id,
-                "detail": r.detail,
-            }
-            for r in rows
-        ]
-        totals = credits.balances([(r.account, r.amount) for r in rows])
-        return {"balances": totals, "entries": entries}
+            rows = ledger.verified_rows(session, self.ledger_key, self.config.data_dir)
+        return ledger.listing(rows)
 
-
-def _job_dict(row: JobRow) -> dict[str, Any]:
-    return {
-        "id": row.id,
-        "name": row.name,
-        "kind": row.kind,
-        "state": row.state,
-        "node": row.node,
-        "attempts": row.attempts,
-        "reason": row.reason,
-        "submitter": row.submitter,
-        "predicted_seconds": row.predicted_seconds,
-        "created_at": row.created_at,
-        "started_at": row.started_at,
-        "finished_at": row.finished_at,
-        "result": {k: v for k, v in (row.result or {}).items() if k != "log"},
-    }
+    def verify_ledger(self) -> ChainCheck:
+        with self.sessions() as session:
+            return ledger.verify(session, self.ledger_key, self.config.data_dir)

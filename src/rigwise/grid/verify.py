@@ -29,7 +29,6 @@ from typing import Any
 from rigwise.grid.policy import Admission, Check, GpuFacts, MachineFacts, Policy, evaluate
 from rigwise.units import format_bytes
 
-VERIFYING = "verifying"
 # inventory may be reported in GiB by one tool and GB by another (7% apart): allowed slack
 INVENTORY_SLACK = 0.9
 

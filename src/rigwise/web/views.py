@@ -222,13 +222,15 @@ def build_context(params: Mapping[str, str]) -> dict[str, Any]:
     design = to_jsonable(result)
     ctx["design"] = design
     options = design.get("options") or []
-    speed_key = (
-        "decode_tokens_per_s"
-        if any(o.get("decode_tokens_per_s") for o in options)
-        else "time_to_train_s"
-    )
-    if options:
-        ctx["charts"] = [charts.pareto(options, speed_key, speed_key.replace("_", " "))]
+    if any(o.get("decode_tokens_per_s") for o in options):
+        ctx["charts"] = [charts.pareto(options, "decode_tokens_per_s", "decode tokens/s")]
+    elif any(o.get("time_to_train_s") for o in options):  # training: days, known times only
+        timed = [
+            {**o, "days_to_train": o["time_to_train_s"] / 86400}
+            for o in options
+            if o.get("time_to_train_s")
+        ]
+        ctx["charts"] = [charts.pareto(timed, "days_to_train", "days to train")]
     return ctx
 
 

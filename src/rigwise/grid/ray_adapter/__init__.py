@@ -17,16 +17,20 @@ coordinator restart.
 
 Security: the coordinator turns on Ray token authentication (``RAY_AUTH_MODE=token``, Ray >=
 2.52, https://docs.ray.io/en/latest/ray-security/token-auth.html) for every process it starts,
-and Ray nodes bind to the grid address given (``--node-ip-address``), never 0.0.0.0.
+and Ray nodes bind to the grid address given (``--node-ip-address``), never 0.0.0.0. The grid
+stops only the Ray processes it started (``cluster.stop_started``), never ``ray stop``.
 """
 
 from rigwise.grid.ray_adapter.cluster import (
     HEAD_RESOURCE,
     NAMESPACE,
     connect,
+    read_started,
     start_head,
+    start_member,
     start_worker,
-    stop_ray,
+    stop_group,
+    stop_started,
 )
 from rigwise.grid.ray_adapter.engine import RayEngine
 from rigwise.grid.ray_adapter.serve import serve_app_name, serve_status
@@ -38,9 +42,12 @@ __all__ = [
     "NodeStore",
     "RayEngine",
     "connect",
+    "read_started",
     "serve_app_name",
     "serve_status",
     "start_head",
+    "start_member",
     "start_worker",
-    "stop_ray",
+    "stop_group",
+    "stop_started",
 ]

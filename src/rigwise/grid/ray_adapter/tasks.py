@@ -19,20 +19,37 @@ SINK_NAME = "rigwise-checkpoints"
 STORE_TIMEOUT_S = 60.0  # a storage node that does not answer in this time counts as missing
 
 
+def _write_private(path: Path, blob: bytes) -> None:
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(descriptor, 0o600)  # a leftover file keeps its old mode otherwise
+    with os.fdopen(descriptor, "wb") as handle:
+        handle.write(blob)
+
+
+def private_folder(directory: Path) -> Path:
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    directory.chmod(0o700)
+    return directory
+
+
+def save_checkpoint(directory: Path, job_id: str, step: int, blob: bytes) -> None:
+    """Write a job's checkpoint and its step, each 0600, each replaced atomically."""
+    for name, content in ((f"{job_id}.ckpt", blob), (f"{job_id}.step", str(step).encode())):
+        part = directory / f"{name}.part"
+        _write_private(part, content)
+        os.replace(part, directory / name)
+
+
 @ray.remote(num_cpus=0)
 class CheckpointSink:
-    """Checkpoints kept on the head node's disk, so a job resumes on any node."""
+    """Checkpoints kept on the head node's disk, so a job resumes on any node; the folder is
+    0700 and every file 0600 (weights and data are the submitter's)."""
 
     def __init__(self, directory: str) -> None:
-        self.directory = Path(directory)
-        self.directory.mkdir(parents=True, exist_ok=True)
+        self.directory = private_folder(Path(directory))
 
     def save(self, job_id: str, step: int, blob: bytes) -> None:
-        path = self.directory / f"{job_id}.ckpt"
-        temporary = path.with_suffix(".part")
-        temporary.write_bytes(blob)
-        os.replace(temporary, path)
-        (self.directory / f"{job_id}.step").write_text(str(step))
+        save_checkpoint(self.directory, job_id, step, blob)
 
     def load(self, job_id: str) -> bytes | None:
         path = self.directory / f"{job_id}.ckpt"
