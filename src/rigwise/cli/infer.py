@@ -183,7 +183,9 @@ def render(plan: Any) -> None:
             format_bytes(d.capacity_bytes),
         )  # fmt: skip
     out.print(table)
-    data = plan.to_dict() if plan.prefill and plan.decode else {}
+    from rigwise.serialize import to_jsonable
+
+    data = to_jsonable(plan) if plan.prefill and plan.decode else {}
     if plan.prefill and plan.decode:
         out.print(
             f"prefill {_rate(plan.prefill.tokens_per_s, data['prefill'], 'tokens_per_s')} "
