@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "models": "rigwise.cli.model:models",
     "infer": "rigwise.cli.infer:infer",
     "fit": "rigwise.cli.fit:fit",
+    "prices": "rigwise.cli.prices:prices",
     "train": "rigwise.cli.train:train",
     "validate": "rigwise.cli.validate:validate",
     "build": "rigwise.cli.build:build",

@@ -37,6 +37,9 @@ def _calibration(on: str | None) -> dict[str, float]:
     found = calibration.load_calibration(accelerator.id)
     if not found:
         fail(f"No calibration stored for {accelerator.id}. Run `rigwise bench` on that machine.")
+    source = calibration.calibration_source(accelerator.id)
+    if source is not None:  # say which stored measurement is used, and how old it is
+        click.echo(source.describe(), err=True)
     from rigwise.estimate.inference import CALIBRATION_KEYS
 
     return {k: float(v) for k, v in found.items() if k in CALIBRATION_KEYS}
@@ -180,7 +183,9 @@ def render(plan: Any) -> None:
             format_bytes(d.capacity_bytes),
         )  # fmt: skip
     out.print(table)
-    data = plan.to_dict() if plan.prefill and plan.decode else {}
+    from rigwise.serialize import to_jsonable
+
+    data = to_jsonable(plan) if plan.prefill and plan.decode else {}
     if plan.prefill and plan.decode:
         out.print(
             f"prefill {_rate(plan.prefill.tokens_per_s, data['prefill'], 'tokens_per_s')} "

@@ -333,3 +333,88 @@ def calibrate_pump(
             f"{cal.calibration_id}: {pump} {cal.flow_ml_per_s * 60:.4f} mL/min, "
             f"offset {cal.offset_ml:.4f} mL ({len(cal.runs)} runs)"
         )
+
+
+@oi.group()
+def experiments() -> None:
+    """The experiment queue (Neuroplatform-like): submit, list, cancel, results."""
+
+
+def _now(store: Any) -> float:
+    last = store.last_event()
+    return 0.0 if last is None else float(last.t_s)
+
+
+@experiments.command("submit")
+@click.argument("file", type=click.Path(dir_okay=False))
+@db_option
+@constants_option
+@json_option
+def experiments_submit(file: str, db: str | None, constants: str | None, as_json: bool) -> None:
+    """Queue the experiment in FILE (YAML; see docs/oi.md). `oi run` admits and runs it."""
+    from rigwise.oi.constants import load_constants
+    from rigwise.oi.experiments import get, submit
+
+    path = Path(file)
+    if not path.is_file():
+        fail(f"Experiment file {file!r} not found. Give the path of a YAML file.")
+    store = _store(db)
+    exp_id = submit(store, load_constants(constants), path.read_text(), _now(store))
+    exp = get(store, exp_id)
+    if as_json:
+        print_json(exp)
+    else:
+        click.echo(f"{exp_id} queued ({exp['spec']['name']})")
+
+
+@experiments.command("list")
+@db_option
+@json_option
+def experiments_list(db: str | None, as_json: bool) -> None:
+    """Experiments with their state and the reason of the last refusal."""
+    from rigwise.oi.experiments import listing
+
+    rows = listing(_existing_store(db))
+    if as_json:
+        print_json(rows)
+        return
+    for r in rows:
+        click.echo(f"{r['id']:<20} {r['state']:<10} {r['spec']['name']:<24} {r['reason']}")
+    if not rows:
+        click.echo("no experiments")
+
+
+@experiments.command("cancel")
+@click.argument("exp_id")
+@db_option
+@json_option
+def experiments_cancel(exp_id: str, db: str | None, as_json: bool) -> None:
+    """Cancel a queued or admitted experiment (its lease is released)."""
+    from rigwise.oi.experiments import cancel
+
+    store = _existing_store(db)
+    exp = cancel(store, exp_id, _now(store))
+    if as_json:
+        print_json(exp)
+    else:
+        click.echo(f"{exp_id} cancelled")
+
+
+@experiments.command("results")
+@click.argument("exp_id")
+@db_option
+@json_option
+def experiments_results(exp_id: str, db: str | None, as_json: bool) -> None:
+    """Spike counts per recording window, the environment series and the provenance."""
+    from rigwise.oi.experiments import get
+
+    exp = get(_existing_store(db), exp_id)
+    if as_json:
+        print_json(exp)
+        return
+    click.echo(f"{exp_id}: {exp['state']} {exp['reason']}")
+    for w in (exp["result"] or {}).get("windows", []):
+        total = sum(w["spike_counts"].values())
+        click.echo(f"  window {w['start_s']:g}-{w['end_s']:g} s: {total} spikes")
+    if exp["state"] != "completed":
+        raise SystemExit(EXIT_INFEASIBLE)

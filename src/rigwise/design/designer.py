@@ -213,17 +213,36 @@ def _notes(request: DesignRequest, options: Sequence[BuildOption]) -> tuple[str,
             "Several boxes add their memory up, not their speed: layers run one box after "
             "another, and every token crosses the network (see the multi-node options' speed)."
         )
-    if any(o.stale_prices for o in options):
+    stale = _stale_lines(options)
+    if stale:
+        from rigwise.design.parts import rule
+
+        age = request.max_price_age_days or rule("price_max_age_days")
         notes.append(
-            "Some prices are older than the allowed age (stale: true): check before buying."
+            f"Prices older than {age:g} days: {'; '.join(stale[:8])}"
+            + (f" and {len(stale) - 8} more" if len(stale) > 8 else "")
+            + ". Renew them with `rigwise prices import FILE.csv` (docs/build.md)."
         )
     if not options:
         notes.append("Nothing feasible: see 'rejected' for why each candidate was dropped.")
     return tuple(notes)
 
 
+def _stale_lines(options: Sequence[BuildOption]) -> list[str]:
+    """Each stale price of the shown options once: 'rtx-3090 $680 (2024-07-01)'."""
+    seen: dict[str, str] = {}
+    for option in options:
+        for line in option.parts:
+            if line.stale and line.name not in seen:
+                price = f"${line.unit_price_usd:,.0f}" if line.unit_price_usd else "no price"
+                seen[line.name] = f"{line.name} {price} ({line.price_date or 'undated'})"
+    return list(seen.values())
+
+
 def _catalog_accelerators() -> list[Accelerator]:
+    """The catalog's accelerators with the user's imported used prices and rental rates."""
+    from rigwise.design.prices import user_prices, with_user_prices
     from rigwise.hardware import accelerators
 
-    result: list[Accelerator] = list(accelerators())
-    return result
+    prices = user_prices()
+    return [with_user_prices(a, prices) for a in accelerators()]

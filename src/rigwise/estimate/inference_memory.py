@@ -19,9 +19,9 @@ from rigwise.catalog.loader import read_csv
 from rigwise.errors import CatalogError, InputError
 from rigwise.hardware import Accelerator, Cluster, Link, Node
 from rigwise.models import ModelSpec
+from rigwise.plans import DOES_NOT_FIT, FITS, TIGHT
 from rigwise.units import GB, GiB
 
-FITS, TIGHT, DOES_NOT_FIT = "fits", "tight", "does not fit"
 # llama.cpp keeps logits for the whole micro-batch in fp32 (n_ubatch x n_vocab x 4 B; ikawrakow/
 # ik_llama.cpp PR #1560) plus a few fp32 hidden-state buffers per token (ggml graph allocator).
 _FP32_BYTES = 4
