@@ -128,10 +128,16 @@ def _inference_sweeps(query: Mapping[str, str], plan: Mapping[str, Any]) -> list
     }
     base.update(engine=plan["engine"], quant=plan["quant"], kv_quant=plan["kv_quant"], levers=False)
     gen = int(plan.get("workload", {}).get("gen") or 128)
-    decode = []
+    decode: list[Any] = []
+    low: list[Any] = []  # the P10-P90 band of the decode prediction
+    high: list[Any] = []
     for context in CONTEXT_SWEEP:
         swept = _sweep(base, {"context": context, "prompt": max(context - gen, 1)})
-        decode.append(swept["decode"]["tokens_per_s"] if swept and swept.get("decode") else None)
+        found = (swept or {}).get("decode") or {}
+        band = found.get("tokens_per_s_interval") or [None, None]
+        decode.append(found.get("tokens_per_s"))
+        low.append(band[0])
+        high.append(band[1])
     aggregate, per_user = [], []
     for concurrency in CONCURRENCY_SWEEP:
         swept = _sweep(base, {"concurrency": concurrency})
@@ -144,7 +150,7 @@ def _inference_sweeps(query: Mapping[str, str], plan: Mapping[str, Any]) -> list
             "Decode speed as the context fills (gaps: does not fit)",
             "context tokens",
             CONTEXT_SWEEP,
-            {"decode tokens/s": decode},
+            {"decode P10": low, "decode P90": high, "decode tokens/s": decode},
         ),
         charts.speed_curve(
             "concurrency-chart",
