@@ -16,7 +16,7 @@ from rigwise.errors import UnknownNameError, closest
 _NOISE_WORDS = ("nvidia", "geforce", "amd", "radeon", "intel", "apple", "google", "tesla")
 _NON_ALNUM = re.compile(r"[^a-z0-9.]+")
 # All vendor words in one regex pass: the name tables index thousands of names at start-up.
-_VENDOR_WORDS = re.compile(r"\b(?:" + "|".join(_NOISE_WORDS) + r")\b")
+VENDOR_WORDS = re.compile(r"\b(?:" + "|".join(_NOISE_WORDS) + r")\b")
 
 
 @functools.lru_cache(maxsize=8192)
@@ -25,7 +25,7 @@ def normalize(name: str, *, drop_vendor_words: bool = True) -> str:
     case, alphanumerics only, vendor words dropped."""
     text = name.lower().replace("+", "plus")
     if drop_vendor_words:
-        text = _VENDOR_WORDS.sub(" ", text)
+        text = VENDOR_WORDS.sub(" ", text)
     return _NON_ALNUM.sub("", text).replace(".", "")
 
 

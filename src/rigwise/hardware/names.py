@@ -7,12 +7,13 @@ meet. An exact id always wins; other keys keep file order (first row first).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from rigwise.catalog.names import normalize
+from rigwise.catalog.names import VENDOR_WORDS, normalize
 from rigwise.errors import UnknownNameError, closest
 
 _CORE_WORDS = re.compile(r"(\d+)\s*-?\s*(?:cores?|c)\b")
@@ -53,7 +54,7 @@ def rewrite(name: str) -> str:
 
 def word_key(name: str) -> str:
     """The name's words in any order: 'A100 80GB SXM' and 'A100 SXM 80GB' meet."""
-    text = _VENDOR_WORDS.sub(" ", name.lower().replace("+", "plus"))
+    text = VENDOR_WORDS.sub(" ", name.lower().replace("+", "plus"))
     return " ".join(sorted(set(_WORD.findall(text.replace("-", " ")))))
 
 

@@ -232,7 +232,7 @@ def _readers() -> list[tuple[str, Callable[..., Iterator[Measurement]]]]:
         ("q4_0_tg128_tps", _read_apple),
         ("tg128_tps_fa0", _read_cuda_scoreboard),
         ("total_output_throughput_tokens_per_s", _read_trtllm),
-        ("serving_metric", read_public_serving),
+        ("serving_metric", functools.partial(read_public_serving, measurement=Measurement)),
     ]
 
 
