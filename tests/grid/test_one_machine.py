@@ -23,7 +23,13 @@ import yaml
 
 from rigwise.grid.client import GridClient
 
-pytestmark = [pytest.mark.ray_cluster, pytest.mark.slow]
+# a hung test fails with a traceback (SIGALRM in this thread) and the session goes on to its
+# summary; the default "thread" method would end the whole process
+pytestmark = [
+    pytest.mark.ray_cluster,
+    pytest.mark.slow,
+    pytest.mark.timeout(1200, method="signal"),
+]
 
 START_S = 240.0  # generous: a busy 2-core machine starts Ray heads in ~30-60 s
 JOB_S = 300.0

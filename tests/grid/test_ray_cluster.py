@@ -39,7 +39,13 @@ START_S = 180.0  # a coordinator to answer, a checkpoint to appear
 JOB_S = 420.0  # a job to finish
 LOST_S = 20.0  # a SIGKILLed worker to be marked lost (Ray's check, set to ~5 s, + one pass)
 
-pytestmark = [pytest.mark.ray_cluster, pytest.mark.slow]
+# a hung test fails with a traceback (SIGALRM in this thread) and the session goes on to its
+# summary; the default "thread" method would end the whole process
+pytestmark = [
+    pytest.mark.ray_cluster,
+    pytest.mark.slow,
+    pytest.mark.timeout(1200, method="signal"),
+]
 
 RAY_ENV = {
     "RAY_AUTH_MODE": "token",
