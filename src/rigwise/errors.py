@@ -43,7 +43,7 @@ class UnknownNameError(InputError):
             if self.suggestions
             else f"Run `rigwise {kind}s` to list the known names."
         )
-        super().__init__(f"Unknown {kind} {name!r}.", hint=hint)
+        super().__init__(f"Unknown {kind} {shown_value(name, 80)}.", hint=hint)
 
 
 class ModelFormatError(InputError):

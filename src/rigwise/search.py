@@ -10,7 +10,7 @@ sequence and batch; then memory), the rest are estimated together as arrays by
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -192,6 +192,30 @@ def _score(ev: Evaluation, fabric: Fabric, factors: TrainingFactors, objective: 
     if objective == "energy":
         return gpu_seconds * (1.0 + 1e-6 * ev.hfu) * headroom
     return gpu_seconds * headroom
+
+
+SEQ_STEP = 256  # sequence lengths are searched in multiples of this
+
+
+def longest_fitting(
+    attempt: Callable[[int], Any], limit: int, step: int = SEQ_STEP
+) -> tuple[int, Any]:
+    """(length, result) of the longest multiple of ``step`` up to ``limit`` whose
+    ``attempt(length).fits``, by bisection: memory grows with the length, so the lengths that
+    fit form a prefix. When even ``step`` does not fit, that result comes back with length 0."""
+    top = max(limit // step, 1)
+    best = attempt(step)
+    if not best.fits:
+        return 0, best
+    low, high = 1, top + 1  # low fits; high does not, or is past the limit
+    while high - low > 1:
+        mid = (low + high) // 2
+        result = attempt(mid * step)
+        if result.fits:
+            low, best = mid, result
+        else:
+            high = mid
+    return low * step, best
 
 
 def explain_difference(

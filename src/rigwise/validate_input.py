@@ -33,8 +33,12 @@ def read_user_text(path: str | Path, what: str, *, max_bytes: int = MAX_FILE_BYT
     hint = f"Give the path of a {what} (a text file under {max_bytes // 1024:,} KiB)."
     try:
         info = file.stat()
+    except FileNotFoundError:
+        raise InputError(
+            f"{what.capitalize()} {shown_value(str(file), 240)} not found.", hint=hint
+        ) from None
     except (OSError, ValueError) as exc:
-        reason = getattr(exc, "strerror", None) or "not found"
+        reason = getattr(exc, "strerror", None) or "not a usable path"
         raise InputError(
             f"Cannot read {what} {shown_value(str(file), 240)}: {reason}.", hint=hint
         ) from None

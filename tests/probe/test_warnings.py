@@ -120,7 +120,7 @@ def test_bad_fake_file_is_an_input_error(tmp_path: Path) -> None:
     bad.write_text("gpus:\n  - name: X\n    memory: lots\n")
     with pytest.raises(InputError, match=r"bad\.yaml"):
         load_fake_machine(bad)
-    with pytest.raises(InputError, match="Cannot read"):
+    with pytest.raises(InputError, match="not found"):
         load_fake_machine(tmp_path / "missing.yaml")
 
 

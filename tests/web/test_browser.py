@@ -130,3 +130,19 @@ def test_fit_page_is_the_landing_page_and_ranks_models(page: Any) -> None:
     _plotted(page, "fit-chart")
     assert page.get_attribute("#f-context", "placeholder") == "4096"
     _shot(page, "fit")
+
+
+def test_build_page_new_fields_and_comparison(page: Any) -> None:
+    page.goto("/build")
+    page.fill("#f-model", "llama-3.1-70b")
+    page.fill("#f-target_tps", "15")
+    page.fill("#f-budget", "3000")
+    page.fill("#f-hours_per_day", "12")
+    page.fill("#f-years", "2")
+    page.fill("#f-circuit", "eu-230v-16a")
+    page.select_option("#f-rank", "target")
+    page.click("#build-submit")
+    assert "at 12 h/day" in page.inner_text("#comparison")
+    assert "2 years at 12 h/day" in page.inner_text("#build-options")
+    _plotted(page, "pareto-chart")
+    _shot(page, "build-fields")

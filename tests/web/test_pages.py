@@ -108,3 +108,40 @@ def test_api_fit_is_the_cli_json(client: Any) -> None:
     assert response.status_code == 200
     report = response.json()
     assert report["runs"] >= 1 and all("vision" in m["uses"] for m in report["models"])
+
+
+def test_build_page_exposes_power_circuit_years_and_utilisation(client: Any) -> None:
+    page = client.get("/build").text
+    for name in ("power_limit", "circuit", "hours_per_day", "years", "method", "rank"):
+        assert f'name="{name}"' in page
+    assert 'placeholder="us-120v-15a"' in page and 'placeholder="8"' in page  # real defaults
+
+
+def test_finetune_build_page_plots_days_and_never_zero(client: Any) -> None:
+    query = {"model": "llama-3.1-8b", "task": "finetune", "method": "qlora", "budget": "2500"}
+    page = client.get("/build", params=query).text
+    import re
+
+    assert "days to train" in page and not re.search(r"(?<![\d.,])0\.0 d", page)
+    assert "time unknown" not in page
+
+
+def test_infer_build_page_says_buy_vs_rent_vs_api(client: Any) -> None:
+    query = {"model": "llama-3.1-70b", "target_tps": "15", "budget": "3000"}
+    page = client.get("/build", params=query).text
+    assert "buy vs rent:" in page and "buy vs API:" in page
+
+
+def test_run_page_exposes_offload_and_scales_times(client: Any) -> None:
+    import re
+
+    query = {"model": "qwen2.5-32b", "on": "rtx-3090", "prompt": "16000", "context": "16384"}
+    page = client.get("/run", params=query).text
+    assert 'name="offload"' in page
+    ttft = re.search(r'Time to first token</div><div class="v">([^<]*)<', page)
+    assert ttft is not None and ttft.group(1).endswith(" s")  # "19.7 s", not "19741 ms"
+
+
+def test_compare_page_shows_verdicts(client: Any) -> None:
+    page = client.get("/compare", params={"names": "P40, RTX 3090"}).text
+    assert "bad for serve, finetune, train" in page and "CUDA 13" in page

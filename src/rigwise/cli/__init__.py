@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from rigwise.cli._common import run_guarded
+from rigwise.cli._common import harden_numbers, run_guarded
 
 # command name -> "module:attribute"; a module that is not there (yet) is simply not listed.
 COMMANDS: dict[str, str] = {
@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "models": "rigwise.cli.model:models",
     "infer": "rigwise.cli.infer:infer",
     "fit": "rigwise.cli.fit:fit",
+    "prices": "rigwise.cli.prices:prices",
     "train": "rigwise.cli.train:train",
     "validate": "rigwise.cli.validate:validate",
     "build": "rigwise.cli.build:build",
@@ -35,6 +36,7 @@ COMMANDS: dict[str, str] = {
     "grid": "rigwise.cli.grid:grid",
     "ui": "rigwise.cli.ui:ui",
     "demo": "rigwise.cli.demo:demo",
+    "oi": "rigwise.cli.oi:oi",
 }
 
 
@@ -74,7 +76,7 @@ class LazyGroup(click.Group):
         module_name, attribute = target.split(":")
         command = getattr(importlib.import_module(module_name), attribute)
         assert isinstance(command, click.Command)
-        return command
+        return harden_numbers(command)
 
     def resolve_command(
         self, ctx: click.Context, args: list[str]

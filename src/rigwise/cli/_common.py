@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 import traceback
@@ -168,6 +169,48 @@ def _query_line(number: int, line: str | None, plan: Callable[..., Any]) -> tupl
         text = f"{where}: internal error: {type(exc).__name__}: {str(exc)[:200]}"
         return {"error": text, "hint": DEBUG_HINT}, EXIT_INTERNAL
     return result, EXIT_OK if result.get("fits", True) else EXIT_INFEASIBLE
+
+
+MAX_OPTION_INT = 2**53  # the largest integer a float (and JSON) holds exactly
+
+
+class FiniteNumber(click.ParamType):
+    """A number option: finite and >= 0 (no nan, inf, 1e400 or negatives); the planners check
+    the tighter bounds (e.g. > 0) and name the option when a value is out of them."""
+
+    def __init__(self, integer: bool) -> None:
+        self.integer = integer
+        self.name = "integer" if integer else "number"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            number: float = value
+        else:
+            text = str(value).strip()
+            try:
+                number = int(text) if self.integer else float(text)
+            except (ValueError, OverflowError):
+                self.fail(f"{text[:60]!r} is not a{'n integer' if self.integer else ' number'}.")
+        if isinstance(number, float) and not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number.")
+        if number < 0 or number > MAX_OPTION_INT:
+            self.fail(f"{number!r} is out of range (0 to {MAX_OPTION_INT:,}).")
+        return number
+
+
+def harden_numbers(command: click.Command) -> click.Command:
+    """Give every plain int/float option of ``command`` (and of its subcommands) the checked
+    number type, once, where commands are registered: no command can forget it."""
+    for param in command.params:
+        kind = type(param.type)
+        if kind is click.types.FloatParamType:
+            param.type = FiniteNumber(integer=False)
+        elif kind is click.types.IntParamType:
+            param.type = FiniteNumber(integer=True)
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            harden_numbers(sub)
+    return command
 
 
 def console() -> Any:

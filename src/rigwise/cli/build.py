@@ -264,6 +264,8 @@ def _print_design(data: dict[str, Any]) -> None:
             + f", checks {opt['checks']['verdict']}"
             + (f", {opt['stale_prices']} stale price(s)" if opt["stale_prices"] else "")
         )
+    for line in data.get("comparison_text", []):
+        out.print(line)
     if data["rejected"]:
         total = sum(data["rejected"].values())
         out.print(

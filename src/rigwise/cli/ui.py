@@ -21,4 +21,8 @@ def ui(host: str, port: int, grid_url: str | None, grid_token: str | None) -> No
     if grid_url and grid_token:
         os.environ["RIGWISE_GRID_URL"], os.environ["RIGWISE_GRID_TOKEN"] = grid_url, grid_token
     click.echo(f"rigwise UI on http://{host}:{port}/  (Ctrl-C stops it)")
-    uvicorn.run(create_app(), host=host, port=port, log_level="warning")
+    # SIGTERM/Ctrl-C: stop accepting, give running requests 5 s (each is bounded; see
+    # web/limits.py), then exit, so a service manager's stop never hangs.
+    uvicorn.run(
+        create_app(), host=host, port=port, log_level="warning", timeout_graceful_shutdown=5
+    )

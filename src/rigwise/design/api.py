@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from rigwise.design.designer import Design, DesignRequest, design
 from rigwise.errors import InputError, validation_message
@@ -46,6 +46,32 @@ class BuildOptions(BaseModel):
     rank: Literal["target", "price", "speed", "tco"] = Field(
         "target", description="target: clean, cheapest that meets the target, then faster"
     )
+
+    @field_validator("circuit")
+    @classmethod
+    def _known_circuit(cls, value: str) -> str:
+        from rigwise.design import parts
+
+        known = parts.circuits()
+        if value not in known:
+            from rigwise.errors import closest
+
+            raise ValueError(f"unknown circuit; known: {', '.join(closest(value, known, 3))}")
+        return value
+
+    @field_validator("deadline", "tokens")
+    @classmethod
+    def _positive_quantity(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is None:
+            return None
+        parse = parse_seconds if info.field_name == "deadline" else parse_count
+        try:
+            number = parse(value)
+        except InputError as exc:
+            raise ValueError(exc.message) from None
+        if number <= 0:
+            raise ValueError("must be more than zero (e.g. 30d, 2B)")
+        return value
 
 
 def training_target(opts: BuildOptions) -> tuple[float | None, float | None]:

@@ -56,6 +56,11 @@ class Candidate:
 
 
 def _unit_price(gpu: Accelerator, used: bool) -> float | None:
+    from rigwise.design.prices import user_price
+
+    mine = user_price("gpu", gpu.id, "used" if used else "new")
+    if mine is not None:
+        return mine.usd
     if used and gpu.street_price_usd is not None:
         return gpu.street_price_usd
     return gpu.launch_price_usd if gpu.launch_price_usd is not None else gpu.street_price_usd

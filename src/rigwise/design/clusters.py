@@ -110,6 +110,9 @@ def pooled_memory_answer(
     quant: str | None = None,
     planner: Planner | None = None,
 ) -> PooledAnswer:
+    from rigwise.hardware.nodes import check_cluster_size
+
+    check_cluster_size(nodes, 0)  # a pool of 0 or -3 nodes is bad input, not an answer
     plan = planner or rigwise_planner()
     single = _case(plan, model, on, 1, None, quant)
     pooled = _case(plan, model, on, nodes, network, quant)

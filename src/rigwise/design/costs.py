@@ -53,8 +53,14 @@ def _line(
     )
 
 
-def accelerator_price(accelerator: Accelerator) -> parts.Price:
-    """Street price (dated) from the accelerator catalog, else the launch price."""
+def accelerator_price(accelerator: Accelerator, used: bool = True) -> parts.Price:
+    """The user's imported price for the condition (``rigwise prices import``), else the street
+    price (dated) from the accelerator catalog, else the launch price."""
+    from rigwise.design.prices import user_price
+
+    mine = user_price("gpu", accelerator.id, "used" if used else "new")
+    if mine is not None:
+        return parts.Price(mine.usd, mine.usd, mine.date, mine.source)
     if accelerator.street_price_usd is not None:
         return parts.Price(
             None, accelerator.street_price_usd, accelerator.street_price_date, accelerator.source
@@ -64,25 +70,34 @@ def accelerator_price(accelerator: Accelerator) -> parts.Price:
 
 
 def rig_parts(rig: Rig, today: dt.date, max_age_days: float) -> tuple[PartLine, ...]:
-    """The rig's parts list with unit prices, price dates and a stale flag per line."""
+    """The rig's parts list with unit prices, price dates and a stale flag per line (the
+    user's imported prices first, ``rigwise.design.prices``)."""
     used = rig.used
     lines = [
         _line(
-            "motherboard", rig.motherboard.name, 1, rig.motherboard.price, used, today, max_age_days
+            "motherboard",
+            rig.motherboard.name,
+            1,
+            _mine(rig.motherboard),
+            used,
+            today,
+            max_age_days,
         ),
-        _line("cpu", rig.cpu.name, rig.cpu_count, rig.cpu.price, used, today, max_age_days),
-        _line("ram", rig.ram.name, rig.ram_count, rig.ram.price, used, today, max_age_days),
-        _line("psu", rig.psu.name, rig.psu_count, rig.psu.price, used, today, max_age_days),
+        _line("cpu", rig.cpu.name, rig.cpu_count, _mine(rig.cpu), used, today, max_age_days),
+        _line("ram", rig.ram.name, rig.ram_count, _mine(rig.ram), used, today, max_age_days),
+        _line("psu", rig.psu.name, rig.psu_count, _mine(rig.psu), used, today, max_age_days),
     ]
     if rig.case is not None:
-        lines.append(_line("case", rig.case.name, 1, rig.case.price, used, today, max_age_days))
+        lines.append(_line("case", rig.case.name, 1, _mine(rig.case), used, today, max_age_days))
     groups: dict[str, list[Any]] = {}
     for gpu in rig.gpus:
         groups.setdefault(gpu.accelerator.id, []).append(gpu)
     for gpus in groups.values():
         acc = gpus[0].accelerator
         lines.append(
-            _line("gpu", acc.name, len(gpus), accelerator_price(acc), used, today, max_age_days)
+            _line(
+                "gpu", acc.name, len(gpus), accelerator_price(acc, used), used, today, max_age_days
+            )
         )
     extras: list[tuple[str, parts.SimplePart, int]] = [("cooling", c, 1) for c in rig.cooling]
     extras += [("riser", g.riser, 1) for g in rig.gpus if g.riser is not None]
@@ -94,8 +109,15 @@ def rig_parts(rig: Rig, today: dt.date, max_age_days: float) -> tuple[PartLine, 
         _, previous = merged.get((kind, part.id), (part, 0))
         merged[(kind, part.id)] = (part, previous + count)
     for (kind, _), (part, count) in merged.items():
-        lines.append(_line(kind, part.name, count, part.price, used, today, max_age_days))
+        lines.append(_line(kind, part.name, count, _mine(part), used, today, max_age_days))
     return tuple(lines)
+
+
+def _mine(part: Any) -> parts.Price:
+    from rigwise.design.prices import part_price
+
+    price: parts.Price = part_price(part.id, part.price)
+    return price
 
 
 def electricity_price(region: str | None = None, usd_per_kwh: float | None = None) -> float:

@@ -40,6 +40,7 @@ class Design:
     evaluated: int
     notes: tuple[str, ...] = field(default=())
     rejected_examples: dict[str, list[str]] = field(default_factory=dict)
+    comparison: Any = None  # compare.Comparison of the first bought build (buy/rent/API)
 
     def to_dict(self) -> dict[str, Any]:
         req = self.request
@@ -58,6 +59,8 @@ class Design:
             "rejected_examples": self.rejected_examples,
             "evaluated": self.evaluated,
             "notes": list(self.notes),
+            "comparison": self.comparison.to_dict() if self.comparison else None,
+            "comparison_text": list(self.comparison.lines()) if self.comparison else [],
         }
 
 
@@ -170,7 +173,20 @@ def design(
         evaluated,
         notes,
         rejected.examples,
+        _comparison(request, ranked),
     )
+
+
+def _comparison(request: DesignRequest, ranked: Sequence[BuildOption]) -> Any:
+    """Buy vs rent vs API for the first option that is bought (inference tasks)."""
+    bought = next((o for o in ranked if o.kind not in ("rent",)), None)
+    if bought is None or request.task not in ("infer", "serve"):
+        return None
+    from rigwise.design.compare import compare
+    from rigwise.design.parts import rule
+
+    hours = request.hours_per_day or rule("hours_per_day_default")
+    return compare(bought, request.model, hours)
 
 
 def _label(cand: Candidate) -> str:
@@ -197,17 +213,36 @@ def _notes(request: DesignRequest, options: Sequence[BuildOption]) -> tuple[str,
             "Several boxes add their memory up, not their speed: layers run one box after "
             "another, and every token crosses the network (see the multi-node options' speed)."
         )
-    if any(o.stale_prices for o in options):
+    stale = _stale_lines(options)
+    if stale:
+        from rigwise.design.parts import rule
+
+        age = request.max_price_age_days or rule("price_max_age_days")
         notes.append(
-            "Some prices are older than the allowed age (stale: true): check before buying."
+            f"Prices older than {age:g} days: {'; '.join(stale[:8])}"
+            + (f" and {len(stale) - 8} more" if len(stale) > 8 else "")
+            + ". Renew them with `rigwise prices import FILE.csv` (docs/build.md)."
         )
     if not options:
         notes.append("Nothing feasible: see 'rejected' for why each candidate was dropped.")
     return tuple(notes)
 
 
+def _stale_lines(options: Sequence[BuildOption]) -> list[str]:
+    """Each stale price of the shown options once: 'rtx-3090 $680 (2024-07-01)'."""
+    seen: dict[str, str] = {}
+    for option in options:
+        for line in option.parts:
+            if line.stale and line.name not in seen:
+                price = f"${line.unit_price_usd:,.0f}" if line.unit_price_usd else "no price"
+                seen[line.name] = f"{line.name} {price} ({line.price_date or 'undated'})"
+    return list(seen.values())
+
+
 def _catalog_accelerators() -> list[Accelerator]:
+    """The catalog's accelerators with the user's imported used prices and rental rates."""
+    from rigwise.design.prices import user_prices, with_user_prices
     from rigwise.hardware import accelerators
 
-    result: list[Accelerator] = list(accelerators())
-    return result
+    prices = user_prices()
+    return [with_user_prices(a, prices) for a in accelerators()]

@@ -29,41 +29,48 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from rigwise.design import parts
-from rigwise.errors import InputError, validation_message
+from rigwise.errors import InputError, shown_value, validation_message
 from rigwise.hardware import Accelerator
 
 GpuLookup = Callable[[str], Accelerator]
 
 
+# One machine: bounds far above any real rig keep a malformed file from making unbounded work.
+_MAX_ITEMS = 64  # GPUs, drives, NICs, RAM modules, PSUs listed or counted in one rig
+_MAX_WATTS = 100_000.0
+_Name = Annotated[str, Field(min_length=1, max_length=200)]
+
+
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, populate_by_name=True, allow_inf_nan=False
+    )
 
 
 class RamSpec(_Model):
-    module: str
-    count: int = Field(ge=1)
+    module: _Name
+    count: int = Field(ge=1, le=_MAX_ITEMS)
 
 
 class PsuSpec(_Model):
-    name: str
-    count: int = Field(default=1, ge=1)
+    name: _Name
+    count: int = Field(default=1, ge=1, le=_MAX_ITEMS)
 
 
 class GpuSpec(_Model):
-    name: str
-    slot: int | None = None
-    slots: list[int] | None = None
+    name: _Name
+    slot: int | None = Field(default=None, ge=0, le=_MAX_ITEMS)
+    slots: list[int] | None = Field(default=None, max_length=_MAX_ITEMS)
     riser: str | None = None
     water_block: bool = False
-    power_limit_w: float | None = Field(default=None, gt=0)
-    slot_width: float | None = Field(default=None, gt=0)
-    tdp_w: float | None = Field(default=None, gt=0)
+    power_limit_w: float | None = Field(default=None, gt=0, le=_MAX_WATTS)
+    slot_width: float | None = Field(default=None, gt=0, le=_MAX_ITEMS)
+    tdp_w: float | None = Field(default=None, gt=0, le=_MAX_WATTS)
     power_connectors: str | None = None
 
     @model_validator(mode="after")
@@ -79,8 +86,8 @@ class NvlinkSpec(_Model):
 
 
 class StorageSpec(_Model):
-    name: str
-    count: int = Field(default=1, ge=1)
+    name: _Name
+    count: int = Field(default=1, ge=1, le=_MAX_ITEMS)
     attach: Literal["cpu", "chipset", "sata"] | int = "cpu"
 
 
@@ -93,19 +100,19 @@ class RigFile(_Model):
     name: str = "rig"
     motherboard: str
     cpu: str
-    cpu_count: int = Field(default=1, ge=1)
+    cpu_count: int = Field(default=1, ge=1, le=16)
     ram: RamSpec
     psu: PsuSpec
     case: str | None = None
-    cooling: list[str] = Field(default_factory=list)
     circuit: str = "us-120v-15a"
     task: Literal["infer", "serve", "finetune", "train"] = "infer"
     used: bool = True
-    gpus: list[GpuSpec] = Field(default_factory=list)
-    nvlink: list[NvlinkSpec] = Field(default_factory=list)
-    storage: list[StorageSpec] = Field(default_factory=list)
-    network: list[NetworkSpec] = Field(default_factory=list)
-    fans: int = Field(default=3, ge=0)
+    gpus: list[GpuSpec] = Field(default_factory=list, max_length=_MAX_ITEMS)
+    nvlink: list[NvlinkSpec] = Field(default_factory=list, max_length=_MAX_ITEMS)
+    storage: list[StorageSpec] = Field(default_factory=list, max_length=_MAX_ITEMS)
+    network: list[NetworkSpec] = Field(default_factory=list, max_length=_MAX_ITEMS)
+    cooling: list[str] = Field(default_factory=list, max_length=_MAX_ITEMS)
+    fans: int = Field(default=3, ge=0, le=1000)
 
 
 @dataclass(frozen=True)
@@ -178,16 +185,12 @@ def parse_rig(data: Any, where: str = "rig") -> RigFile:
 
 
 def load_rig_file(path: str | Path) -> RigFile:
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(
-            f"Rig file {str(path)!r} not found.", hint="Give the path to a .yaml file."
-        )
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise InputError(f"{path}: not valid YAML: {exc}") from None
-    return parse_rig(data, str(path))
+    """A rig file: bounded read (1 MiB, UTF-8), safe YAML (no aliases, bounded nesting)."""
+    from rigwise.validate_input import load_yaml, read_user_text
+
+    text = read_user_text(path, "rig file", max_bytes=1024 * 1024)
+    where = shown_value(str(path), 240)
+    return parse_rig(load_yaml(text, where), where)
 
 
 def _default_lookup(name: str) -> Accelerator:

@@ -44,6 +44,13 @@ def load_model(name_or_path: str | Path) -> ModelSpec:
         raise
 
 
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except (OSError, ValueError):
+        return False
+
+
 def _exists(text: str) -> bool:
     try:
         return Path(text).exists()
@@ -52,7 +59,7 @@ def _exists(text: str) -> bool:
 
 
 def load_model_file(path: Path) -> ModelSpec:
-    if path.is_dir():
+    if _is_dir(path):
         path = path / "config.json"
     try:
         is_file = path.is_file()

@@ -115,7 +115,7 @@ def load_fake_machine(path: str | Path) -> FakeMachine:
     from rigwise.validate_input import load_json, load_yaml, read_user_text
 
     file = Path(path)
-    where = f"The fake hardware file {shown_value(str(file))}"
+    where = f"The fake hardware file {shown_value(str(file), 240)}"
     try:
         text = read_user_text(file, "fake hardware file", max_bytes=1024 * 1024)
     except InputError as exc:

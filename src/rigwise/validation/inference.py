@@ -39,6 +39,7 @@ _SOURCE_LABELS = {
     "llamacpp_discussion15013": "llama.cpp CUDA #15013",
     "xiongjiedai": "XiongjieDai llama.cpp",
     "tensorrt_llm": "TensorRT-LLM",
+    "vllm_public_serving": "vLLM public serving posts",
 }
 
 
@@ -226,10 +227,13 @@ def _read_trtllm(rows: list[dict[str, str]], names: _Names, source: str) -> Iter
 
 
 def _readers() -> list[tuple[str, Callable[..., Iterator[Measurement]]]]:
+    from rigwise.validation.inference_serving import read_public_serving
+
     return [
         ("q4_0_tg128_tps", _read_apple),
         ("tg128_tps_fa0", _read_cuda_scoreboard),
         ("total_output_throughput_tokens_per_s", _read_trtllm),
+        ("serving_metric", read_public_serving),
     ]
 
 
@@ -355,6 +359,8 @@ def validate_inference(
 
 
 def _predicted(plan: Any, metric: str) -> float | None:
+    if metric in ("ttft", "tpot"):
+        return getattr(plan.serving, f"{metric}_s") if plan.serving else None
     if metric == "decode":
         return plan.decode.tokens_per_s if plan.decode else None
     if metric == "prefill":
@@ -364,8 +370,9 @@ def _predicted(plan: Any, metric: str) -> float | None:
 
 def _comparison(m: Measurement, plan: Any, predicted: float, measured: float) -> Comparison:
     from rigwise.estimate.plan_intervals import plan_regime
+    from rigwise.serialize import to_jsonable
 
-    found = plan_regime(plan.to_dict(), m.metric)
+    found = plan_regime(to_jsonable(plan), m.metric)
     regime, devices = found if found else (None, 1)
     return Comparison(
         m.source,

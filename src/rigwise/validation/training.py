@@ -337,6 +337,7 @@ def _calculon_memory(directory: Path) -> Iterator[Comparison]:
 
 def run_cases(directory: str | Path | None = None) -> list[Comparison]:
     """Every case the folder's files give (the packaged copies by default)."""
+    from rigwise.validation.training_finetune import finetune_memory_cases
     from rigwise.validation.training_runs import holdout_cases, llmfoundry_cases, torchtitan_cases
 
     folder = Path(directory) if directory else DATA_DIR
@@ -349,6 +350,7 @@ def run_cases(directory: str | Path | None = None) -> list[Comparison]:
         torchtitan_cases,
         llmfoundry_cases,
         holdout_cases,
+        finetune_memory_cases,
     ):
         cases.extend(loader(folder))
     return cases

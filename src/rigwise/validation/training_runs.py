@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from rigwise.estimate.compute import training_factors
 from rigwise.estimate.training_layout import Layout, Workload
 from rigwise.validation.stats import Comparison
 from rigwise.validation.training import GIB, _assumptions, _rows, case, fabric, gpt_spec, predict
@@ -181,7 +182,10 @@ def holdout_cases(directory: Path) -> Iterator[Comparison]:
         ev = predict(spec, work, layout, fab)
         quantity, measured = row["quantity"], float(row["value"])
         if quantity == "gpu_hours":
-            predicted = float(row["tokens"]) / float(ev.tokens_per_s[0]) * gpus / 3600.0
+            # A whole run: productive time over the goodput (restarts, failures, checkpoints).
+            goodput = training_factors(fab.accelerator.id).goodput
+            hours = float(row["tokens"]) / float(ev.tokens_per_s[0]) * gpus / 3600.0
+            predicted = hours / goodput
         elif quantity == "hardware_tflops_per_gpu":
             predicted = float(ev.hfu[0] * ev.peak_flops) / 1e12
         else:

@@ -7,21 +7,37 @@ parameters are the CLI's long option names, documented in the OpenAPI schema at 
 import os
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any, get_args, get_origin
+from typing import Annotated, Any, Literal, get_args, get_origin
 
 from fastapi import FastAPI, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
-from pydantic import BaseModel, ValidationError, create_model
+from pydantic import AfterValidator, BaseModel, ValidationError, create_model
 
 from rigwise import __version__
 from rigwise.errors import RigwiseError
 from rigwise.serialize import to_jsonable
 from rigwise.web import views
+from rigwise.web.inputs import MAX_UPLOAD_BYTES, SERVER_FILE_KEYS, Upload, uploaded, web_options
+from rigwise.web.limits import RequestBudget
 
 _HERE = Path(__file__).parent
 _SCALARS = (str, int, float, bool)
+
+
+class ErrorBody(BaseModel):
+    """Every 400 answer: what was wrong (naming the value) and how to fix it."""
+
+    error: str
+    hint: str | None = None
+
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorBody, "description": "Bad input: the message names the value and the fix"},
+    413: {"model": ErrorBody, "description": "The request body is over the size limit"},
+    503: {"model": ErrorBody, "description": "The request ran past its time budget"},
+}
 
 
 def _is_scalar(annotation: Any) -> bool:
@@ -34,24 +50,52 @@ def _is_scalar(annotation: Any) -> bool:
     return False
 
 
+def _query_type(annotation: Any) -> Any:
+    """A query string carries text: ``Literal[0, 1, 2, 3]`` (ZeRO stages) is read as an int
+    and checked against the same choices (``zero=1`` works, ``zero=7`` is a clear 422)."""
+    args = [a for a in get_args(annotation) if a is not type(None)]
+    optional = len(args) < len(get_args(annotation))
+    if get_origin(annotation) is not Literal and len(args) == 1:
+        inner = args[0]
+        return (
+            _query_type(inner) | None if optional and get_origin(inner) is Literal else annotation
+        )
+    if get_origin(annotation) is Literal and all(
+        isinstance(a, int) and not isinstance(a, bool) for a in args
+    ):
+        choices = frozenset(args)
+
+        def _choice(value: int) -> int:
+            if value not in choices:
+                raise ValueError(f"must be one of {sorted(choices)}")
+            return value
+
+        return Annotated[int, AfterValidator(_choice)]
+    return annotation
+
+
 def query_model(options: type[BaseModel], name: str) -> type[BaseModel]:
-    """The scalar fields of a planner's options model, as a FastAPI query-parameter model."""
+    """The scalar fields of a planner's options model, as a FastAPI query-parameter model;
+    options that name server-side files (``cluster``) are left out (see ``web.inputs``)."""
     fields: dict[str, Any] = {
-        key: (field.annotation, field)
+        key: (_query_type(field.annotation), field)
         for key, field in options.model_fields.items()
-        if _is_scalar(field.annotation)
+        if _is_scalar(field.annotation) and key not in SERVER_FILE_KEYS
     }
     model: type[BaseModel] = create_model(name, **fields)
     return model
 
 
 def _bad_input(exc: Exception) -> JSONResponse:
-    return JSONResponse({"error": views.user_message(exc)}, status_code=400)
+    hint = exc.hint if isinstance(exc, RigwiseError) else None
+    message = exc.message if isinstance(exc, RigwiseError) else views.user_message(exc)
+    return JSONResponse({"error": message, "hint": hint}, status_code=400)
 
 
 def _options(params: Any) -> dict[str, Any]:
-    """A query model's values (defaults included) as planner keyword arguments."""
-    return dict(params.model_dump(exclude_none=True))
+    """A query model's values (defaults included) as planner keyword arguments; a model must
+    come from the catalog (an uploaded one travels in a POST body)."""
+    return web_options(params.model_dump(exclude_none=True))
 
 
 def _json(value: Any) -> JSONResponse:
@@ -75,13 +119,27 @@ def create_app() -> FastAPI:
         title="rigwise",
         version=__version__,
         description="Plans for running, fine-tuning and training AI models on hardware.",
+        docs_url=None,  # served below from the installed swagger-ui-bundle (works offline)
+        redoc_url=None,
     )
+    app.add_middleware(RequestBudget, max_body_bytes=MAX_UPLOAD_BYTES)
+    _docs_routes(app)
     templates = Jinja2Templates(directory=str(_HERE / "templates"))
     app.mount("/static", StaticFiles(directory=str(_HERE / "static")), name="static")
 
     def render(request: Request, template: str, context: dict[str, Any]) -> HTMLResponse:
         status = 400 if context.get("error") else 200
         return templates.TemplateResponse(request, template, context, status_code=status)
+
+    @app.middleware("http")
+    async def _no_server_files(request: Request, call_next: Any) -> Response:
+        named = [key for key in SERVER_FILE_KEYS if request.query_params.get(key)]
+        if named and request.url.path.startswith("/api/"):
+            error = f"The web API does not read files on the server ({named[0]}= given)."
+            hint = "POST the content instead (see /docs: hf_config, cluster)."
+            return JSONResponse({"error": error, "hint": hint}, status_code=400)
+        response: Response = await call_next(request)
+        return response
 
     @app.exception_handler(RigwiseError)
     async def _rigwise_error(request: Request, exc: RigwiseError) -> JSONResponse:
@@ -142,7 +200,12 @@ def _api_routes(app: FastAPI, infer_query: type[BaseModel], train_query: type[Ba
     from rigwise.api.infer import plan_inference
     from rigwise.api.train import plan_training
 
-    @app.get("/api/gpus", tags=["know"], summary="The accelerator catalog, filtered and sorted")
+    @app.get(
+        "/api/gpus",
+        tags=["know"],
+        summary="The accelerator catalog, filtered and sorted",
+        responses=ERRORS,
+    )
     def api_gpus(params: Annotated[GpusOptions, Query()]) -> Response:
         return _json(list_gpus(**_options(params)))
 
@@ -150,15 +213,46 @@ def _api_routes(app: FastAPI, infer_query: type[BaseModel], train_query: type[Ba
         "/api/infer",
         tags=["plan"],
         summary="Inference and serving plan (as `rigwise infer --json`)",
+        responses=ERRORS,
     )
     def api_infer(params: Annotated[infer_query, Query()]) -> Response:  # type: ignore[valid-type]
         return _json(plan_inference(**_options(params)))
 
-    @app.get("/api/train", tags=["plan"], summary="Training plan (as `rigwise train --json`)")
+    @app.post(
+        "/api/infer",
+        tags=["plan"],
+        summary="Inference plan for an uploaded config.json and/or cluster file",
+        responses=ERRORS,
+    )
+    def api_infer_upload(upload: Upload) -> Response:
+        with uploaded(upload) as options:
+            return _json(plan_inference(**options))
+
+    @app.get(
+        "/api/train",
+        tags=["plan"],
+        summary="Training plan (as `rigwise train --json`)",
+        responses=ERRORS,
+    )
     def api_train(params: Annotated[train_query, Query()]) -> Response:  # type: ignore[valid-type]
         return _json(plan_training(**_options(params)))
 
-    @app.get("/api/fit", tags=["plan"], summary="Every model ranked (as `rigwise fit --json`)")
+    @app.post(
+        "/api/train",
+        tags=["plan"],
+        summary="Training plan for an uploaded config.json and/or cluster file",
+        responses=ERRORS,
+    )
+    def api_train_upload(upload: Upload) -> Response:
+        with uploaded(upload) as options:
+            return _json(plan_training(**options))
+
+    @app.get(
+        "/api/fit",
+        tags=["plan"],
+        summary="Every model ranked (as `rigwise fit --json`)",
+        responses=ERRORS,
+    )
     def api_fit(params: Annotated[FitOptions, Query()]) -> Response:
         return _json(fit_models(**_options(params)))
 
@@ -185,6 +279,35 @@ def _build_route(app: FastAPI) -> None:
         return
     build_query = query_model(BuildOptions, "BuildQuery")
 
-    @app.get("/api/build", tags=["build"], summary="Ranked builds (as `rigwise build --json`)")
+    @app.get(
+        "/api/build",
+        tags=["build"],
+        summary="Ranked builds (as `rigwise build --json`)",
+        responses=ERRORS,
+    )
     def api_build(params: Annotated[build_query, Query()]) -> Response:  # type: ignore[valid-type]
         return _json(design_builds(**_options(params)))
+
+
+def _docs_routes(app: FastAPI) -> None:
+    """``/docs``: Swagger UI from the installed ``swagger-ui-bundle`` package (no CDN)."""
+    from fastapi.openapi.docs import get_swagger_ui_html
+
+    try:
+        from swagger_ui_bundle import swagger_ui_path
+    except ImportError:  # the web extra installs it; without it, the schema itself
+        swagger_ui_path = None
+    if swagger_ui_path is not None:
+        app.mount("/vendor/swagger", StaticFiles(directory=str(swagger_ui_path)), name="swagger")
+
+    @app.get("/docs", include_in_schema=False)
+    def docs() -> Response:
+        if swagger_ui_path is None:
+            return RedirectResponse("/openapi.json")
+        return get_swagger_ui_html(
+            openapi_url="/openapi.json",
+            title="rigwise API",
+            swagger_js_url="/vendor/swagger/swagger-ui-bundle.js",
+            swagger_css_url="/vendor/swagger/swagger-ui.css",
+            swagger_favicon_url="/vendor/swagger/favicon-32x32.png",
+        )

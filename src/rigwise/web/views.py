@@ -15,6 +15,7 @@ from rigwise import __version__
 from rigwise.errors import RigwiseError, validation_message
 from rigwise.serialize import to_jsonable
 from rigwise.web import charts
+from rigwise.web.inputs import web_options
 
 NAV = (
     ("/fit", "What runs"),
@@ -68,9 +69,10 @@ def compare_context(params: Mapping[str, str]) -> dict[str, Any]:
     from rigwise.api.gpus import list_gpus
 
     query = clean(params)
-    result, error = attempt(lambda: list_gpus(**query))
+    result, error = attempt(lambda: list_gpus(**web_options(query)))
     devices = to_jsonable(result)["devices"] if result is not None else []
     ctx = page("Compare accelerators", "/compare", query=query, devices=devices, error=error)
+    ctx["verdicts"] = _verdicts(devices)
     if devices:
         points = [
             {
@@ -93,6 +95,19 @@ def compare_context(params: Mapping[str, str]) -> dict[str, Any]:
     return ctx
 
 
+def _verdicts(devices: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Good buy for what, and why not (rigwise.design.verdict), per GPU shown."""
+    from rigwise.design.verdict import verdict
+    from rigwise.hardware import get_accelerator
+
+    out = {}
+    for device in devices:
+        if device.get("kind") == "gpu":
+            found = verdict(get_accelerator(device["id"]))
+            out[device["id"]] = {"summary": found.summary(), **found.to_dict()}
+    return out
+
+
 # --- Run (inference) -----------------------------------------------------------------------------
 
 
@@ -112,10 +127,16 @@ def _inference_sweeps(query: Mapping[str, str], plan: Mapping[str, Any]) -> list
     }
     base.update(engine=plan["engine"], quant=plan["quant"], kv_quant=plan["kv_quant"], levers=False)
     gen = int(plan.get("workload", {}).get("gen") or 128)
-    decode = []
+    decode: list[Any] = []
+    low: list[Any] = []  # the P10-P90 band of the decode prediction
+    high: list[Any] = []
     for context in CONTEXT_SWEEP:
         swept = _sweep(base, {"context": context, "prompt": max(context - gen, 1)})
-        decode.append(swept["decode"]["tokens_per_s"] if swept and swept.get("decode") else None)
+        found = (swept or {}).get("decode") or {}
+        band = found.get("tokens_per_s_interval") or [None, None]
+        decode.append(found.get("tokens_per_s"))
+        low.append(band[0])
+        high.append(band[1])
     aggregate, per_user = [], []
     for concurrency in CONCURRENCY_SWEEP:
         swept = _sweep(base, {"concurrency": concurrency})
@@ -128,7 +149,7 @@ def _inference_sweeps(query: Mapping[str, str], plan: Mapping[str, Any]) -> list
             "Decode speed as the context fills (gaps: does not fit)",
             "context tokens",
             CONTEXT_SWEEP,
-            {"decode tokens/s": decode},
+            {"decode P10": low, "decode P90": high, "decode tokens/s": decode},
         ),
         charts.speed_curve(
             "concurrency-chart",
@@ -147,7 +168,7 @@ def run_context(params: Mapping[str, str]) -> dict[str, Any]:
         return ctx
     from rigwise.api.infer import plan_inference
 
-    result, error = attempt(lambda: plan_inference(**query))
+    result, error = attempt(lambda: plan_inference(**web_options(query)))
     ctx["error"] = error
     if result is None:
         return ctx
@@ -169,7 +190,7 @@ def train_context(params: Mapping[str, str]) -> dict[str, Any]:
         return ctx
     from rigwise.api.train import plan_training
 
-    result, error = attempt(lambda: plan_training(**query))
+    result, error = attempt(lambda: plan_training(**web_options(query)))
     ctx["error"] = error
     if result is None:
         return ctx
@@ -215,20 +236,22 @@ def build_context(params: Mapping[str, str]) -> dict[str, Any]:
         return ctx
     from rigwise.design.api import design_builds
 
-    result, error = attempt(lambda: design_builds(**query))
+    result, error = attempt(lambda: design_builds(**web_options(query)))
     ctx["error"] = error
     if result is None:
         return ctx
     design = to_jsonable(result)
     ctx["design"] = design
     options = design.get("options") or []
-    speed_key = (
-        "decode_tokens_per_s"
-        if any(o.get("decode_tokens_per_s") for o in options)
-        else "time_to_train_s"
-    )
-    if options:
-        ctx["charts"] = [charts.pareto(options, speed_key, speed_key.replace("_", " "))]
+    if any(o.get("decode_tokens_per_s") for o in options):
+        ctx["charts"] = [charts.pareto(options, "decode_tokens_per_s", "decode tokens/s")]
+    elif any(o.get("time_to_train_s") for o in options):  # training: days, known times only
+        timed = [
+            {**o, "days_to_train": o["time_to_train_s"] / 86400}
+            for o in options
+            if o.get("time_to_train_s")
+        ]
+        ctx["charts"] = [charts.pareto(timed, "days_to_train", "days to train")]
     return ctx
 
 

@@ -1,0 +1,184 @@
+"""Prices you can renew: ``rigwise prices import FILE.csv`` and ``rigwise prices show``.
+
+The user's prices live in ``prices.csv`` in rigwise's user data dir (the one ``rigwise bench``
+keeps its calibrations in: ``$RIGWISE_DATA_DIR``, else platformdirs' user data dir). A row names
+a catalog GPU (``kind`` gpu) or a parts-catalog part (``kind`` part, by its id) and a condition:
+``new`` or ``used`` (USD per unit) or ``rent`` (USD per hour, GPUs only). An import adds rows and
+replaces older rows of the same kind, id and condition; the builds then price with them, dated
+and sourced as given. Columns: docs/build.md and catalog/SCHEMA.md ("User price files").
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import functools
+import io
+import os
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from rigwise.errors import InputError, validation_message
+from rigwise.hardware import Accelerator
+
+DATA_DIR_ENV = "RIGWISE_DATA_DIR"  # shared with rigwise.bench.calibration
+STORE = "prices.csv"
+COLUMNS = ("kind", "id", "condition", "usd", "date", "source")
+MAX_FILE_BYTES = 10_000_000
+MAX_ROWS = 100_000
+
+
+class PriceRow(BaseModel):
+    """One user price; validated where the file enters."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Literal["gpu", "part"]
+    id: str = Field(min_length=1, max_length=200)
+    condition: Literal["new", "used", "rent"]
+    usd: float = Field(gt=0, lt=10_000_000)
+    date: dt.date
+    source: str = Field(min_length=1, max_length=500)
+
+    @field_validator("id", "source", mode="before")
+    @classmethod
+    def _strip(cls, value: Any) -> Any:
+        return value.strip() if isinstance(value, str) else value
+
+
+@dataclass(frozen=True)
+class UserPrice:
+    kind: str
+    id: str
+    condition: str
+    usd: float
+    date: str
+    source: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def data_dir() -> Path:
+    override = os.environ.get(DATA_DIR_ENV)
+    if override:
+        return Path(override)
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("rigwise", appauthor=False))
+
+
+def store_path() -> Path:
+    return data_dir() / STORE
+
+
+def _read_rows(text: str, where: str) -> list[UserPrice]:
+    reader = csv.DictReader(io.StringIO(text))
+    missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
+    if missing:
+        raise InputError(
+            f"{where}: missing column(s) {', '.join(missing)}.",
+            hint=f"The header must be: {','.join(COLUMNS)}",
+        )
+    rows = []
+    for number, raw in enumerate(reader, start=2):
+        if number > MAX_ROWS + 1:
+            raise InputError(f"{where}: more than {MAX_ROWS} rows.", hint="Split the file.")
+        values = {k: (raw.get(k) or "").strip() for k in COLUMNS}
+        try:
+            row = PriceRow.model_validate(values)
+        except ValidationError as exc:
+            raise InputError(
+                validation_message(exc, f"{where}, line {number}"),
+                hint="kind gpu|part, condition new|used|rent, usd > 0, date YYYY-MM-DD.",
+            ) from None
+        rows.append(
+            UserPrice(row.kind, row.id, row.condition, row.usd, row.date.isoformat(), row.source)
+        )
+    return rows
+
+
+def _check_ids(rows: list[UserPrice]) -> list[UserPrice]:
+    """GPU ids are resolved through the catalog (names as people type them work too)."""
+    from rigwise.hardware import get_accelerator
+
+    checked = []
+    for row in rows:
+        if row.kind == "gpu":
+            row = replace(row, id=get_accelerator(row.id).id)
+        elif row.condition == "rent":
+            raise InputError(f"Part {row.id!r}: 'rent' applies to GPUs only.", hint="Use new/used.")
+        checked.append(row)
+    return checked
+
+
+def user_prices() -> dict[tuple[str, str, str], UserPrice]:
+    """The stored prices by (kind, id, condition); empty when none were imported. Read once
+    per version of the file (a design asks for thousands of prices)."""
+    path = store_path()
+    if not path.is_file():
+        return {}
+    return _load(str(path), path.stat().st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=4)
+def _load(path: str, mtime_ns: int) -> dict[tuple[str, str, str], UserPrice]:
+    rows = _read_rows(Path(path).read_text(encoding="utf-8"), path)
+    return {(r.kind, r.id, r.condition): r for r in rows}
+
+
+def import_prices(path: str | Path) -> tuple[UserPrice, ...]:
+    """Add the rows of ``path`` to the store (replacing same kind, id and condition)."""
+    source = Path(path)
+    if not source.is_file():
+        raise InputError(f"No price file at {str(source)!r}.", hint="Give a CSV file path.")
+    if source.stat().st_size > MAX_FILE_BYTES:
+        raise InputError(f"{source} is larger than {MAX_FILE_BYTES:,} bytes.", hint="Split it.")
+    rows = _check_ids(_read_rows(source.read_text(encoding="utf-8"), str(source)))
+    merged = user_prices()
+    merged.update({(r.kind, r.id, r.condition): r for r in rows})
+    target = store_path()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for row in sorted(merged.values(), key=lambda r: (r.kind, r.id, r.condition)):
+        writer.writerow(row.to_dict())
+    target.write_text(out.getvalue(), encoding="utf-8")
+    return tuple(rows)
+
+
+def with_user_prices(accelerator: Accelerator, prices: dict[Any, UserPrice]) -> Accelerator:
+    """The accelerator with the user's used (street) price and rental rate, where given."""
+    used = prices.get(("gpu", accelerator.id, "used"))
+    rent = prices.get(("gpu", accelerator.id, "rent"))
+    if used is not None:
+        accelerator = replace(
+            accelerator, street_price_usd=used.usd, street_price_date=used.date, source=used.source
+        )
+    if rent is not None:
+        accelerator = replace(accelerator, rental_usd_per_hour=rent.usd)
+    return accelerator
+
+
+def user_price(kind: str, item: str, condition: str) -> UserPrice | None:
+    return user_prices().get((kind, item, condition))
+
+
+def part_price(part_id: str, price: Any) -> Any:
+    """A parts-catalog ``parts.Price`` with the user's new/used prices for ``part_id`` applied."""
+    new = user_price("part", part_id, "new")
+    used = user_price("part", part_id, "used")
+    if new is None and used is None:
+        return price
+    latest = max((r for r in (new, used) if r is not None), key=lambda r: r.date)
+    return replace(
+        price,
+        new_usd=new.usd if new else price.new_usd,
+        used_usd=used.usd if used else price.used_usd,
+        date=latest.date,
+        source=latest.source,
+    )

@@ -1,0 +1,95 @@
+"""The plant's physics constants and the controller's limits, from ``data/plant.yaml``.
+
+Every row carries a ``source``; code asks for values by key and never writes a number in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from rigwise.errors import CatalogError, InputError
+
+
+@dataclass(frozen=True)
+class Constant:
+    key: str
+    value: float
+    unit: str
+    source: str
+
+
+@dataclass(frozen=True)
+class Constants:
+    """Keyed constants; ``c["exchange_volume_ml"]`` returns the float."""
+
+    rows: tuple[Constant, ...]
+    version: int
+    origin: str
+    _values: dict[str, float] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._values.update({row.key: row.value for row in self.rows})
+
+    def __getitem__(self, key: str) -> float:
+        try:
+            return self._values[key]
+        except KeyError:
+            raise CatalogError(f"O.I. constant {key!r} is missing from {self.origin}.") from None
+
+    def keys(self) -> list[str]:
+        return [row.key for row in self.rows]
+
+    def with_overrides(self, **values: float) -> Constants:
+        """A copy with some values replaced (tests, `simulate` options)."""
+        unknown = set(values) - set(self.keys())
+        if unknown:
+            raise InputError(f"Unknown O.I. constant(s): {', '.join(sorted(unknown))}.")
+        rows = tuple(
+            Constant(r.key, float(values[r.key]), r.unit, "override") if r.key in values else r
+            for r in self.rows
+        )
+        return Constants(rows, self.version, self.origin + " (overridden)")
+
+    def digest(self) -> str:
+        """A short hash of the values: part of every result's provenance."""
+        blob = json.dumps({r.key: r.value for r in self.rows}, sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def _parse(raw: Any, origin: str) -> Constants:
+    if not isinstance(raw, dict) or not isinstance(raw.get("rows"), list):
+        raise CatalogError(f"{origin}: expected a mapping with a `rows` list.")
+    rows = []
+    for item in raw["rows"]:
+        if not isinstance(item, dict) or not item.get("source"):
+            raise CatalogError(f"{origin}: row {item!r} needs key, value, unit and a source.")
+        try:
+            rows.append(
+                Constant(
+                    str(item["key"]), float(item["value"]), str(item["unit"]), str(item["source"])
+                )
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CatalogError(f"{origin}: bad row {item!r} ({exc}).") from exc
+    return Constants(tuple(rows), int(raw.get("version", 1)), origin)
+
+
+def load_constants(path: str | Path | None = None) -> Constants:
+    """The packaged constants, or a lab's own copy of the file."""
+    if path is None:
+        text = resources.files("rigwise.oi").joinpath("data", "plant.yaml").read_text()
+        return _parse(yaml.safe_load(text), "rigwise/oi/data/plant.yaml")
+    file = Path(path)
+    if not file.is_file():
+        raise InputError(
+            f"Constants file {str(file)!r} not found.",
+            hint="Copy src/rigwise/oi/data/plant.yaml and pass its path.",
+        )
+    return _parse(yaml.safe_load(file.read_text()), str(file))

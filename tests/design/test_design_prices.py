@@ -1,0 +1,79 @@
+"""Prices you can renew: an import changes a build's price and its date."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from rigwise.cli import cli
+from rigwise.design.api import design_builds
+from rigwise.design.prices import import_prices, user_prices
+from rigwise.errors import InputError, UnknownNameError
+
+HEADER = "kind,id,condition,usd,date,source\n"
+
+
+@pytest.fixture()
+def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("RIGWISE_DATA_DIR", str(tmp_path))
+    return tmp_path
+
+
+def _gpu_line(model: str) -> tuple[float, str]:
+    design = design_builds(model=model, task="infer", budget=3000, today="2026-11-23", top=200)
+    option = next(o for o in design.options if o.on == "rtx-3090" and o.kind == "single-gpu")
+    line = next(p for p in option.parts if p.kind == "gpu")
+    return line.unit_price_usd or 0.0, line.price_date
+
+
+def test_an_import_changes_the_build_price_and_date(store: Path) -> None:
+    before = _gpu_line("llama-3.1-8b")
+    prices = store / "today.csv"
+    prices.write_text(HEADER + "gpu,RTX 3090,used,777,2026-11-20,sold listings (test)\n")
+    rows = import_prices(prices)
+    assert [r.id for r in rows] == ["rtx-3090"]  # the name as typed resolves to the catalog id
+    after = _gpu_line("llama-3.1-8b")
+    assert after == (777.0, "2026-11-20") and before != after
+
+
+def test_a_later_import_replaces_the_same_row_and_keeps_others(store: Path) -> None:
+    first = store / "a.csv"
+    first.write_text(
+        HEADER + "gpu,rtx-3090,used,700,2026-10-01,a\ngpu,rtx-4090,rent,0.5,2026-10-01,a\n"
+    )
+    import_prices(first)
+    second = store / "b.csv"
+    second.write_text(HEADER + "gpu,rtx-3090,used,650,2026-11-01,b\n")
+    import_prices(second)
+    stored = user_prices()
+    assert stored[("gpu", "rtx-3090", "used")].usd == 650
+    assert stored[("gpu", "rtx-4090", "rent")].usd == 0.5
+
+
+@pytest.mark.parametrize(
+    ("row", "error"),
+    [
+        ("gpu,rtx-3090,used,-1,2026-11-01,x", InputError),
+        ("gpu,rtx-3090,mint,500,2026-11-01,x", InputError),
+        ("gpu,rtx-3090,used,500,yesterday,x", InputError),
+        ("gpu,rtx 4900,used,500,2026-11-01,x", UnknownNameError),
+        ("part,psu-1000w,rent,1,2026-11-01,x", InputError),
+    ],
+)
+def test_bad_rows_are_input_errors_naming_the_line(store: Path, row: str, error: type) -> None:
+    bad = store / "bad.csv"
+    bad.write_text(HEADER + row + "\n")
+    with pytest.raises(error):
+        import_prices(bad)
+    assert user_prices() == {}
+
+
+def test_the_cli_imports_and_shows(store: Path) -> None:
+    prices = store / "p.csv"
+    prices.write_text(HEADER + "gpu,rtx-3090,rent,0.29,2026-11-20,listing\n")
+    result = CliRunner().invoke(cli, ["prices", "import", str(prices)])
+    assert result.exit_code == 0 and "imported 1 price(s)" in result.output
+    shown = CliRunner().invoke(cli, ["prices", "show"])
+    assert "rtx-3090" in shown.output and "0.29/h" in shown.output and "2026-11-20" in shown.output

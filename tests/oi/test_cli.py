@@ -1,0 +1,142 @@
+"""`rigwise oi ...` through the real entry point: --json everywhere, exit 2 with the fix on bad
+input, exit 1 for a refused acknowledgement, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rigwise.cli import main
+
+SUBCOMMANDS = [
+    ["simulate"], ["init"], ["run"], ["status"], ["alarms"], ["ack"], ["calibrate", "pump"],
+    ["experiments", "submit"], ["experiments", "list"], ["experiments", "cancel"],
+    ["experiments", "results"],
+]  # fmt: skip
+
+
+def call(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.mark.parametrize("sub", SUBCOMMANDS, ids=" ".join)
+def test_every_subcommand_has_help_and_json(capsys, sub: list[str]) -> None:  # type: ignore[no-untyped-def]
+    code, out, _ = call(capsys, "oi", *sub, "--help")
+    assert code == 0
+    assert "--json" in out and "Show this message" in out
+
+
+def test_simulate_json_has_the_named_keys(capsys) -> None:  # type: ignore[no-untyped-def]
+    code, out, _ = call(capsys, "oi", "simulate", "--days", "1", "--seed", "1", "--json")
+    assert code == 0
+    report = json.loads(out)
+    for key in (
+        "health_index",
+        "alarms",
+        "max_housing_volume_ml",
+        "housing_capacity_ml",
+        "dosed_ml",
+        "removed_ml",
+        "ledger_error_ml",
+    ):
+        assert key in report
+
+
+@pytest.mark.parametrize(
+    ("args", "fix"),
+    [
+        (["simulate", "--fault", "clog@1d"], "Did you mean"),
+        (["simulate", "--days", "0"], "0 < days"),
+        (["simulate", "--ack", "soon"], "3d"),
+        (["calibrate", "pump", "feed", "--run", "sixty:1"], "SECONDS:GRAMS"),
+        (["calibrate", "pump", "feed", "--run", "60:1", "--run", "120:0.5"], "longer runs"),
+    ],
+)
+def test_bad_input_exits_2_with_the_fix(capsys, tmp_path: Path, args, fix) -> None:  # type: ignore[no-untyped-def]
+    code, _, err = call(capsys, "oi", *args, "--db", str(tmp_path / "x.sqlite3"))
+    assert code == 2
+    assert fix in err and "Traceback" not in err
+
+
+def test_status_on_a_missing_store_exits_2(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    code, _, err = call(capsys, "oi", "status", "--db", str(tmp_path / "none.sqlite3"))
+    assert code == 2 and "oi init" in err
+
+
+def test_run_then_status_alarms_and_ack(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    db = str(tmp_path / "oi.sqlite3")
+    assert call(capsys, "oi", "init", "--db", db, "--json")[0] == 0
+    code, out, _ = call(
+        capsys,
+        "oi",
+        "run",
+        "--db",
+        db,
+        "--duration",
+        "2h",
+        "--period",
+        "60s",
+        "--fault",
+        "occlusion@1h+2h",
+        "--json",
+    )
+    assert code == 0 and "occlusion:feed" in json.loads(out)["latched_alarms"]
+    code, out, _ = call(capsys, "oi", "ack", "occlusion", "--db", db, "--json")
+    assert code == 1 and json.loads(out)["refused"]  # the line is still blocked
+    call(
+        capsys,
+        "oi",
+        "run",
+        "--db",
+        db,
+        "--duration",
+        "2h",
+        "--period",
+        "60s",
+        "--fault",
+        "occlusion@1h+2h",
+    )
+    code, out, _ = call(capsys, "oi", "status", "--db", db, "--json")
+    assert json.loads(out)["health_index"] == "ALARM"  # cleared, not yet acknowledged
+    code, out, _ = call(capsys, "oi", "ack", "all", "--db", db, "--json")
+    assert code == 0 and [a["kind"] for a in json.loads(out)["released"]] == ["occlusion"]
+    code, out, _ = call(capsys, "oi", "alarms", "--db", db, "--all", "--json")
+    rows = json.loads(out)
+    assert rows[0]["acked_at_s"] is not None and not rows[0]["latched"]
+
+
+def test_calibrate_pump_fits_and_stores_provenance(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    db = str(tmp_path / "oi.sqlite3")
+    code, out, _ = call(
+        capsys,
+        "oi",
+        "calibrate",
+        "pump",
+        "feed",
+        "--run",
+        "60:1.007",
+        "--run",
+        "120:2.014",
+        "--db",
+        db,
+        "--json",
+    )
+    cal = json.loads(out)
+    assert code == 0 and cal["flow_ml_per_s"] == pytest.approx(1 / 60, rel=1e-6)
+    assert cal["id"].startswith("cal-") and cal["offset_ml"] == pytest.approx(0, abs=1e-9)
+
+
+def test_no_traceback_from_a_subprocess(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "rigwise", "oi", "simulate", "--period", "1ms"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr

@@ -1,0 +1,106 @@
+"""The Done-when of `rigwise oi simulate`: a 30-day run in under 10 s with the named keys; each
+fault kind latches its alarm within one control period, stops actuation, never overflows, and
+the health index shows ALARM until an acknowledgement after the fault clears."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from tests.oi.simhelp import advance
+
+from rigwise.errors import InputError
+from rigwise.oi.faults import FaultKind, parse_fault
+from rigwise.oi.interlocks import FAULT_ALARMS
+from rigwise.oi.simulate import simulate
+
+DAY = 86400.0
+
+
+def test_thirty_days_under_ten_seconds_with_the_named_keys() -> None:
+    cpu = time.process_time()
+    report = simulate(days=30, seed=1)
+    cpu = time.process_time() - cpu
+    # CPU time: the wall clock of a shared test machine measures its other tenants too.
+    assert cpu < 10.0, f"30 simulated days took {cpu:.1f} s of CPU"
+    for key in (
+        "health_index",
+        "alarms",
+        "max_housing_volume_ml",
+        "housing_capacity_ml",
+        "dosed_ml",
+        "removed_ml",
+        "ledger_error_ml",
+    ):
+        assert hasattr(report, key)
+    assert report.alarms == []
+    assert report.health_index not in ("ALARM", "UNKNOWN") and report.health_score > 80
+    assert 55 <= report.exchanges <= 60  # one every 12 h
+    assert report.max_housing_volume_ml < report.housing_capacity_ml
+    # 2 exchanges/day x 0.75 mL removed; the feed also makes up evaporation
+    assert report.removed_ml == pytest.approx(report.exchanges * 0.75, abs=0.01)
+    assert report.dosed_ml == pytest.approx(report.removed_ml + report.evaporated_ml, abs=0.1)
+    assert report.ledger_error_ml < 0.03 and report.ledger_max_abs_error_ml < 0.05
+    assert abs(report.final_temperature_c - 37.0) < 0.3
+
+
+@pytest.mark.parametrize("kind", list(FaultKind))
+def test_each_fault_latches_its_alarm_within_one_period_and_stops_actuation(
+    kind: FaultKind,
+) -> None:
+    fault = parse_fault(f"{kind.value}@1d+6h")
+    report = simulate(days=2.0, seed=2, faults=(fault,), acks=(1.1 * DAY, 1.5 * DAY))
+    expected = FAULT_ALARMS[kind.value].value
+    rows = [a for a in report.alarms if a["kind"] == expected]
+    assert rows, f"{kind.value} latched no {expected} alarm: {report.alarms}"
+    assert rows[0]["latency_from_fault_s"] <= report.period_s
+    assert rows[0]["cleared_at_s"] is not None and rows[0]["acked_at_s"] == 1.5 * DAY
+    assert report.pump_commits_during_alarm == 0
+    assert report.dry_pump_events == 0 and report.overflow_events == 0
+    assert report.max_housing_volume_ml <= report.housing_capacity_ml
+
+
+@pytest.mark.parametrize("kind", ["occlusion", "stuck_heater", "sensor_nan", "comms_loss"])
+def test_health_shows_alarm_until_ack_after_the_fault_clears(make_rig, kind: str) -> None:  # type: ignore[no-untyped-def]
+    fault = parse_fault(f"{kind}@1d+2h")
+    rig = make_rig((fault,))
+    advance(rig, DAY + 60)
+    ctrl = rig.controller
+    assert ctrl.index().status == "ALARM"
+    commits = sum(p.commits for p in rig.pumps.values())
+    advance(rig, DAY + 3 * 3600)  # the fault has cleared, nobody acknowledged
+    assert all(not a.condition_active for a in ctrl.book.latched)
+    assert ctrl.index().status == "ALARM"
+    assert sum(p.commits for p in rig.pumps.values()) == commits  # still no actuation
+    released, refused = ctrl.ack("all")
+    assert released and not refused
+    assert ctrl.index().status != "ALARM"
+    advance(rig, DAY + 5 * 3600)
+    assert sum(p.commits for p in rig.pumps.values()) > commits  # maintenance resumed
+
+
+def test_ack_while_the_condition_is_present_is_refused(make_rig) -> None:  # type: ignore[no-untyped-def]
+    rig = make_rig((parse_fault("occlusion@1h+2h"),))
+    advance(rig, 1.5 * 3600)
+    released, refused = rig.controller.ack("occlusion")
+    assert not released and [a.kind.value for a in refused] == ["occlusion"]
+    assert rig.controller.index().status == "ALARM"
+    kinds = [e.kind for e in rig.controller.store.events(("ack_refused",))]
+    assert kinds == ["ack_refused"]
+
+
+def test_occlusion_release_is_not_a_bolus(make_rig, constants) -> None:  # type: ignore[no-untyped-def]
+    """An occlusion during an exchange: after release and ack no dose exceeds a sub-dose."""
+    rig = make_rig((parse_fault("occlusion@43260s+1h"),))  # an exchange opens at 12 h
+    advance(rig, 43200 + 3 * 3600)
+    rig.controller.ack("all")
+    advance(rig, 43200 + 5 * 3600)
+    doses = [e.data["ml"] for e in rig.controller.store.events(("dose_intent",))]
+    assert doses and max(doses) <= constants["sub_dose_cap_ml"] + 1e-9
+
+
+@pytest.mark.parametrize("text", ["bogus@1d", "occlusion", "occlusion@x", "occlusion@1d+0s"])
+def test_bad_fault_specs_name_the_fix(text: str) -> None:
+    with pytest.raises(InputError) as err:
+        parse_fault(text)
+    assert text.split("@")[0] in str(err.value) or "fault" in str(err.value).lower()
