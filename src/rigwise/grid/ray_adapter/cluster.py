@@ -198,19 +198,36 @@ def stop_group(pgid: int) -> int:
     return len(members)
 
 
+def _running(process: psutil.Process) -> bool:
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _wait_gone(processes: list[psutil.Process], timeout: float) -> list[psutil.Process]:
+    """The processes still running after up to ``timeout`` s (an exited one is gone, even
+    while it waits for its parent to reap it)."""
+    deadline = time.monotonic() + timeout
+    alive = [p for p in processes if _running(p)]
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.1)
+        alive = [p for p in alive if _running(p)]
+    return alive
+
+
 def _terminate(processes: list[psutil.Process]) -> None:
     for process in processes:
         try:
             process.send_signal(signal.SIGTERM)
         except psutil.Error:
             continue
-    _, alive = psutil.wait_procs(processes, timeout=STOP_GRACE_S)
-    for process in alive:
+    for process in _wait_gone(processes, STOP_GRACE_S):
         try:
             process.kill()
         except psutil.Error:
             continue
-    psutil.wait_procs(alive, timeout=5)
+    _wait_gone(processes, 5.0)
 
 
 def start_worker(
