@@ -117,3 +117,17 @@ def to_jsonable(value: object) -> Any:
     if tolist is not None:
         return to_jsonable(tolist())
     return str(value)
+
+
+def nonsense_numbers(document: Any, key: str = "") -> list[tuple[str, float]]:
+    """(key, value) of every number in a JSON document that no plan can mean: negative or not
+    finite. Every quantity rigwise reports (bytes, seconds, tokens/s, dollars, counts) is >= 0;
+    the fuzz tests hold every JSON answer to that."""
+    if isinstance(document, dict):
+        return [item for k, v in document.items() for item in nonsense_numbers(v, str(k))]
+    if isinstance(document, list):
+        return [item for v in document for item in nonsense_numbers(v, key)]
+    if isinstance(document, int | float) and not isinstance(document, bool):
+        number = float(document)
+        return [(key, number)] if not math.isfinite(number) or number < 0 else []
+    return []

@@ -178,6 +178,7 @@ def test_wrong_token_is_refused_and_changes_nothing(grid: Any, make_facts: Any) 
 
 
 @pytest.mark.slow
+@pytest.mark.torch  # the job trains grid.tinylm
 def test_train_register_evaluate_rank_run_and_credit(grid: Any, make_facts: Any) -> None:
     service, _engine, client, admin = grid
     node = join(client, service, make_facts(), "worker")
@@ -235,6 +236,7 @@ def test_bad_job_file_names_the_field(grid: Any) -> None:
     assert response.status_code == 400 and "nope" in response.json()["error"]
 
 
+@pytest.mark.torch  # the requeued job trains grid.tinylm
 def test_lost_node_requeues_and_restart_loses_nothing(
     grid: Any, make_facts: Any, tmp_path: Path
 ) -> None:

@@ -139,7 +139,7 @@ class InferOptions(BaseModel):
     @classmethod
     def _concurrency(cls, value: Any) -> Any:
         if isinstance(value, str) and value != "max":
-            return int(parse_count(value))
+            value = int(parse_count(value))
         if isinstance(value, int) and not 1 <= value <= MAX_DEVICES:
             raise ValueError(f"must be between 1 and {MAX_DEVICES:,} (or 'max')")
         return value

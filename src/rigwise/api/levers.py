@@ -43,7 +43,9 @@ def _candidates(options: InferOptions, plan: InferencePlan) -> Iterator[tuple[st
     if not plan.fits and context > 4096:
         yield f"--context {context // 2}", {"context": context // 2}
     if not plan.fits and options.offload != "auto":
-        yield "--offload auto (weights that do not fit go to host RAM)", {"offload": "auto"}
+        from rigwise.api.mixed import offload_candidate
+
+        yield offload_candidate(options, plan)
 
 
 def _more_hardware(options: InferOptions, plan: InferencePlan) -> Iterator[tuple[str, Change]]:
@@ -111,7 +113,7 @@ def suggest_levers(
         if not fixes and not closer and (speedup is None or speedup < _MIN_GAIN):
             continue
         description = _describe(name, other, fixes, speedup)
-        lossy = _smaller_weights(plan, other)
+        lossy = _smaller_weights(plan, other) and other.quant != plan.quant  # not offload
         if closer:
             description += f": still does not fit ({other.reason})"
         elif lossy:
@@ -127,7 +129,10 @@ def suggest_levers(
             -(lv.decode_tokens_per_s or 0.0),
         )
     )
-    return tuple(levers[:_MAX_LEVERS])
+    from rigwise.api.mixed import without_last_card
+
+    card = without_last_card(options, plan, run)  # a mixed rig: is its last card worth it?
+    return (*((card,) if card else ()), *levers[:_MAX_LEVERS])
 
 
 def _need(plan: InferencePlan) -> float:

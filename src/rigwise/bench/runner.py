@@ -16,7 +16,7 @@ from rigwise.bench import tasks
 from rigwise.bench.result import BenchReport, Measurement, Skipped
 from rigwise.bench.screen import screen
 from rigwise.bench.tasks import Device, Outcome
-from rigwise.errors import InputError
+from rigwise.errors import InputError, ProbeError
 from rigwise.probe import FakeBackend, HardwareBackend, default_backend, probe
 from rigwise.probe.report import GpuInfo, ProbeReport
 
@@ -233,6 +233,8 @@ def run_bench(
                 # CUDA out-of-memory and driver errors are RuntimeErrors; a full disk is an
                 # OSError. One failing group must not lose the others' measurements.
                 outcome = Outcome(skipped=[Skipped(label, f"failed: {exc}")])
+            except ProbeError as exc:  # a missing optional package (torch): say how to add it
+                outcome = Outcome(skipped=[Skipped(label, str(exc))])
             measurements += outcome.measurements
             skipped += outcome.skipped
             bar.advance(task)
