@@ -137,3 +137,37 @@ def _summary(
         ctrl.doses,
         ran,
     )
+
+
+def run_hardware(
+    store: Store, c: Constants, drivers_file: str, *, duration_s: float, period_s: float
+) -> RunSummary:
+    """Run the controller on real devices in real time (resuming from the log)."""
+    from rigwise.oi.driver_config import build_devices, load_config
+    from rigwise.oi.hw import WallClock
+
+    clock = WallClock()
+    devices = build_devices(load_config(drivers_file), clock)
+    ctrl = Controller(
+        c,
+        devices.sensors,
+        devices.pumps,
+        devices.heater,
+        clock,
+        store,
+        period_s=period_s,
+        series_every_s=period_s,
+    )
+    found = resume(ctrl) if store.last_event() else {}
+    recover(store, clock.now())
+    steps = round(duration_s / period_s)
+    try:
+        for _ in range(steps):
+            started = clock.now()
+            ctrl.sync_acks()
+            ctrl.step()
+            clock.sleep(period_s - (clock.now() - started))
+    finally:
+        ctrl.safe_state()
+        ctrl.flush()
+    return _summary(ctrl, steps, clock.now(), found, 0)
