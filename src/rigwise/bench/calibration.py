@@ -22,6 +22,9 @@ from typing import Any
 
 DATA_DIR_ENV = "RIGWISE_DATA_DIR"
 DB_NAME = "calibration.sqlite3"
+# A measured efficiency outside (0.05, 1.0] is physics telling us the peak it was divided by is
+# not this machine's (a 2-vCPU VM matched to a 24-channel server gave 0.002): never stored.
+EFFICIENCY_BOUNDS = (0.05, 1.0)
 CALIBRATION_KEYS_PREFIXES = (
     "decode_bandwidth_efficiency",
     "prefill_compute_efficiency",
@@ -102,6 +105,17 @@ def is_calibration_key(key: str) -> bool:
     )
 
 
+def bounds_problem(key: str, value: float) -> str | None:
+    """Why ``value`` cannot be a calibration of ``key`` (None: it can)."""
+    low, high = EFFICIENCY_BOUNDS
+    if low < value <= high:
+        return None
+    return (
+        f"{key} = {value:.3g} is outside ({low}, {high}]: the catalog peak it is a fraction of "
+        "is not this machine's (a virtual machine, a partial CPU/GPU match, or a failed run)"
+    )
+
+
 def save_run(
     fingerprint_id: str,
     started_at: str,
@@ -122,7 +136,7 @@ def save_run(
                 (run_id, fingerprint_id, accelerator, key, float(value))
                 for accelerator, values in factors.items()
                 for key, value in values.items()
-                if is_calibration_key(key)
+                if is_calibration_key(key) and bounds_problem(key, float(value)) is None
             ],
         )
     return run_id
@@ -142,7 +156,74 @@ def load_calibration(accelerator_id: str, fingerprint_id: str | None = None) -> 
             "ORDER BY run_id ASC",
             (fingerprint_id, accelerator_id),
         ).fetchall()
-    return {key: float(value) for key, value in rows}
+    # rows stored before the bounds existed are ignored, never applied
+    return {key: float(value) for key, value in rows if bounds_problem(key, float(value)) is None}
+
+
+@dataclass(frozen=True)
+class CalibrationSource:
+    """Which stored run a ``--calibrated`` plan uses, and how old it is."""
+
+    run_id: int
+    started_at: str
+    quick: bool
+    age_s: float
+    keys: tuple[str, ...]
+    origin: str  # "bench" or "import: <file>"
+
+    def describe(self) -> str:
+        hours = self.age_s / 3600
+        age = f"{hours:.1f} h" if hours < 48 else f"{hours / 24:.0f} days"
+        quick = " (--quick)" if self.quick else ""
+        return (
+            f"calibration from run {self.run_id}{quick}, {self.origin}, {self.started_at} "
+            f"({age} old): {', '.join(self.keys)}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "started_at": self.started_at,
+            "quick": self.quick,
+            "age_s": self.age_s,
+            "keys": list(self.keys),
+            "origin": self.origin,
+        }
+
+
+def calibration_source(
+    accelerator_id: str, fingerprint_id: str | None = None
+) -> CalibrationSource | None:
+    """The newest run that stored a factor for ``accelerator_id`` on this machine."""
+    if not db_path().exists():
+        return None
+    from datetime import UTC, datetime
+
+    fingerprint_id = fingerprint_id or current_fingerprint()
+    with _connect() as connection:
+        row = connection.execute(
+            "SELECT r.id, r.started_at, r.quick, r.report_json FROM runs r JOIN factors f "
+            "ON f.run_id = r.id WHERE f.fingerprint = ? AND f.accelerator_id = ? "
+            "ORDER BY r.id DESC LIMIT 1",
+            (fingerprint_id, accelerator_id),
+        ).fetchone()
+        if row is None:
+            return None
+        keys = connection.execute(
+            "SELECT key FROM factors WHERE run_id = ? AND accelerator_id = ?",
+            (row[0], accelerator_id),
+        ).fetchall()
+    started = datetime.fromisoformat(str(row[1]))
+    age = (datetime.now(UTC) - started).total_seconds()
+    origin = json.loads(row[3]).get("imported_from")
+    return CalibrationSource(
+        int(row[0]),
+        str(row[1]),
+        bool(row[2]),
+        age,
+        tuple(sorted(k for (k,) in keys)),
+        f"import: {origin}" if origin else "bench",
+    )
 
 
 @dataclass(frozen=True)

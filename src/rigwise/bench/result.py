@@ -61,6 +61,8 @@ class BenchReport:
     # accelerator id (catalog id, or "cpu") -> efficiency key -> measured factor
     calibration: dict[str, dict[str, float]] = field(default_factory=dict)
     run_id: int | None = None
+    platform: str = ""  # how the machine was identified (catalog match, or measured only)
+    references: tuple[Any, ...] = ()  # screen.Reference: one plan before/after calibration
 
     def get(self, name: str, device: str | None = None) -> Measurement | None:
         for measurement in self.measurements:
@@ -78,4 +80,6 @@ class BenchReport:
             "measurements": [m.to_dict() for m in self.measurements],
             "skipped": [{"name": s.name, "reason": s.reason} for s in self.skipped],
             "calibration": self.calibration,
+            "platform": self.platform,
+            "reference_plans": [r.to_dict() for r in self.references],
         }

@@ -14,6 +14,7 @@ from rigwise.bench import calibration as store
 from rigwise.bench import expectations as expect
 from rigwise.bench import tasks
 from rigwise.bench.result import BenchReport, Measurement, Skipped
+from rigwise.bench.screen import screen
 from rigwise.bench.tasks import Device, Outcome
 from rigwise.errors import InputError
 from rigwise.probe import FakeBackend, HardwareBackend, default_backend, probe
@@ -166,6 +167,24 @@ def derive_factors(
     return {acc: values for acc, values in factors.items() if values}
 
 
+def platform_line(report: ProbeReport, cpu: Device, gpus: Sequence[Device]) -> str:
+    """How the machine was identified: the catalog rows its figures are fractions of."""
+    memory_gib = report.memory.total_bytes / 2**30
+    what = f"{report.cpu.model!r} ({report.cpu.threads} threads, {memory_gib:.0f} GiB)"
+    if cpu.accelerator is None:
+        line = (
+            f"CPU {what}: no catalog platform matches, so its figures are reported as measured "
+            "and no CPU efficiency is derived (plans for this CPU use the --on you give)"
+        )
+    else:
+        line = (
+            f"CPU {what}: catalog platform {cpu.accelerator_id}; an efficiency outside "
+            "(0.05, 1] means the match is wrong and is not stored"
+        )
+    matched = [f"{g.name}={g.accelerator_id}" for g in gpus if g.accelerator is not None]
+    return line + (f"; GPUs: {', '.join(matched)}" if matched else "")
+
+
 def _progress(enabled: bool) -> Any:
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -217,15 +236,17 @@ def run_bench(
             measurements += outcome.measurements
             skipped += outcome.skipped
             bar.advance(task)
-    factors = derive_factors(measurements, [cpu, *gpus])
+    factors, refused, references = screen(derive_factors(measurements, [cpu, *gpus]), quick)
     result = BenchReport(
         fingerprint,
         started_at,
         quick,
         time.perf_counter() - begin,
         tuple(measurements),
-        tuple(skipped),
+        tuple(skipped + refused),
         factors,
+        platform=platform_line(report, cpu, gpus),
+        references=tuple(references),
     )
     if save:
         run_id = store.save_run(fingerprint, started_at, quick, result.to_dict(), factors)

@@ -37,6 +37,9 @@ def _calibration(on: str | None) -> dict[str, float]:
     found = calibration.load_calibration(accelerator.id)
     if not found:
         fail(f"No calibration stored for {accelerator.id}. Run `rigwise bench` on that machine.")
+    source = calibration.calibration_source(accelerator.id)
+    if source is not None:  # say which stored measurement is used, and how old it is
+        click.echo(source.describe(), err=True)
     from rigwise.estimate.inference import CALIBRATION_KEYS
 
     return {k: float(v) for k, v in found.items() if k in CALIBRATION_KEYS}

@@ -171,14 +171,20 @@ def render_bench(result: Any) -> None:
         )
     out = console()
     out.print(table)
+    if result.platform:
+        out.print(f"machine: {escape(result.platform)}")
+    for ref in result.references:
+        out.print(f"reference plan: {escape(ref.describe())}")
     for accelerator, factors in result.calibration.items():
         values = ", ".join(f"{k}={v:.3f}" for k, v in sorted(factors.items()))
         out.print(f"[bold]calibration[/bold] {accelerator}: {values}")
     for skipped in result.skipped:
         out.print(f"[dim]skipped {escape(skipped.name)}: {escape(skipped.reason)}[/dim]")
     if result.run_id is not None:
+        stored = "" if result.calibration else " (measurements only: no calibration stored)"
         out.print(
-            f"[dim]stored as run {result.run_id}; `rigwise bench history` compares runs[/dim]"
+            f"[dim]stored as run {result.run_id}{stored}; `rigwise bench history` compares "
+            "runs[/dim]"
         )
 
 
@@ -228,6 +234,12 @@ def bench(
         print_json(result.to_dict())
     else:
         render_bench(result)
+
+
+def _register_import() -> None:
+    from rigwise.cli.bench_import import bench_import
+
+    bench.add_command(bench_import)
 
 
 @bench.command("history")
@@ -306,3 +318,6 @@ def monitor(port: int, host: str, interval: float, no_live: bool, as_json: bool)
         run_live(backend, interval_s=interval)
     finally:
         endpoint.stop()
+
+
+_register_import()

@@ -1,0 +1,243 @@
+"""``rigwise bench import FILE``: llama-bench JSON/CSV and Ollama ``--verbose`` timings into the
+calibration store.
+
+Formats: ``llama-bench -o json`` (a list of tests: ``n_prompt``, ``n_gen``, ``avg_ts``,
+``model_type``, ``gpu_info``, ...; ggml-org/llama.cpp tools/llama-bench/README.md), the same
+fields as ``-o csv``, and the timing block ``ollama run --verbose`` prints (``prompt eval
+rate: 211.38 tokens/s``, ``eval rate: 66.22 tokens/s``; ollama docs). A decode rate sets
+``decode_bandwidth_efficiency`` and a prompt rate ``prefill_compute_efficiency``: the factor
+(searched in the physical range (0.05, 1.0]) at which the planner reproduces the measured rate
+for that model, quant and device with llama.cpp. A rate no factor in that range explains is
+refused with the reason, as in ``rigwise bench``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from rigwise.bench.calibration import EFFICIENCY_BOUNDS
+from rigwise.errors import InputError, RigwiseError
+
+ENGINE = "llama.cpp"
+_K_QUANT = re.compile(r"\b(Q\d_K)\s*-\s*(Small|Medium|Large)\b", re.IGNORECASE)
+_PLAIN_QUANT = re.compile(r"\b(I?Q\d_[A-Z0-9_]+|F16|BF16|F32)\b", re.IGNORECASE)
+_OLLAMA = re.compile(r"^\s*(prompt eval rate|eval rate|prompt eval count)\s*:\s*([\d.]+)", re.M)
+
+
+@dataclass(frozen=True)
+class Rate:
+    """One measured rate: ``phase`` decode (tgN) or prefill (ppN) at ``tokens`` tokens."""
+
+    phase: str
+    tokens: int
+    tokens_per_s: float
+    device_hint: str = ""
+    quant_hint: str = ""
+
+
+@dataclass(frozen=True)
+class Imported:
+    source: str
+    accelerator_id: str
+    model: str
+    quant: str
+    factors: dict[str, float]
+    refused: dict[str, str]  # key -> reason
+    rates: tuple[Rate, ...]
+    before: dict[str, float] = field(default_factory=dict)  # decode/prefill tok/s
+    after: dict[str, float] = field(default_factory=dict)
+    run_id: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "accelerator": self.accelerator_id,
+            "model": self.model,
+            "quant": self.quant,
+            "factors": self.factors,
+            "refused": self.refused,
+            "rates": [r.__dict__ for r in self.rates],
+            "plan_before": self.before,
+            "plan_after": self.after,
+            "run_id": self.run_id,
+        }
+
+
+def quant_from_model_type(text: str) -> str:
+    """``llama 8B Q4_K - Medium`` -> ``Q4_K_M``; ``llama 7B Q4_0`` -> ``Q4_0``; '' if none."""
+    found = _K_QUANT.search(text)
+    if found:
+        return f"{found.group(1).upper()}_{found.group(2)[0].upper()}"
+    plain = _PLAIN_QUANT.search(text)
+    return plain.group(1).upper() if plain else ""
+
+
+def _llama_bench_rows(rows: list[dict[str, Any]]) -> list[Rate]:
+    rates = []
+    for row in rows:
+        prompt, gen = int(row.get("n_prompt") or 0), int(row.get("n_gen") or 0)
+        speed = float(row.get("avg_ts") or 0)
+        if speed <= 0 or (prompt == 0) == (gen == 0):
+            continue  # pp+tg combined tests are skipped: no single phase
+        rates.append(
+            Rate(
+                "decode" if gen else "prefill",
+                gen or prompt,
+                speed,
+                str(row.get("gpu_info") or ""),
+                quant_from_model_type(str(row.get("model_type") or "")),
+            )
+        )
+    return rates
+
+
+def parse(text: str) -> tuple[str, list[Rate]]:
+    """(format, rates) of a llama-bench JSON/CSV or Ollama --verbose text."""
+    stripped = text.strip()
+    if stripped.startswith("["):
+        try:
+            data = json.loads(stripped)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"Not valid llama-bench JSON: {exc}.") from exc
+        return "llama-bench json", _llama_bench_rows([r for r in data if isinstance(r, dict)])
+    if stripped.splitlines() and "avg_ts" in stripped.splitlines()[0]:
+        return "llama-bench csv", _llama_bench_rows(list(csv.DictReader(io.StringIO(stripped))))
+    found = {name: float(value) for name, value in _OLLAMA.findall(stripped)}
+    if "eval rate" in found or "prompt eval rate" in found:
+        rates = []
+        if found.get("prompt eval rate"):
+            prompt = int(found.get("prompt eval count", 512))
+            rates.append(Rate("prefill", prompt, found["prompt eval rate"]))
+        if found.get("eval rate"):
+            rates.append(Rate("decode", 128, found["eval rate"]))
+        return "ollama --verbose", rates
+    raise InputError(
+        "Not a llama-bench JSON/CSV file or Ollama --verbose output.",
+        hint="Use `llama-bench -o json` (or -o csv), or save what `ollama run MODEL --verbose` "
+        "prints after an answer.",
+    )
+
+
+def _rate(plan_options: dict[str, Any], key: str, value: float, phase: str) -> float | None:
+    from rigwise.api.infer import plan_inference
+
+    plan = plan_inference(**plan_options, calibration={key: value})
+    found = getattr(plan, phase)
+    return float(found.tokens_per_s) if found is not None else None
+
+
+def fit_factor(plan_options: dict[str, Any], rate: Rate) -> tuple[float | None, str]:
+    """The efficiency at which the planner gives ``rate`` (bisection; rates rise with it)."""
+    key = "decode_bandwidth_efficiency" if rate.phase == "decode" else "prefill_compute_efficiency"
+    options = dict(plan_options)
+    if rate.phase == "decode":
+        options.update(prompt=1, gen=rate.tokens, context=rate.tokens + 1)
+    else:
+        options.update(prompt=rate.tokens, gen=1, context=rate.tokens + 1)
+    low, high = EFFICIENCY_BOUNDS
+    slowest, fastest = _rate(options, key, low, rate.phase), _rate(options, key, high, rate.phase)
+    if slowest is None or fastest is None:
+        return None, "the planner finds the model does not fit this device"
+    if not slowest <= rate.tokens_per_s <= fastest:
+        return None, (
+            f"{rate.tokens_per_s:.1f} tok/s needs {key} outside ({low}, {high}] on this plan "
+            f"({slowest:.1f}-{fastest:.1f} tok/s possible): wrong --on, --model or --quant?"
+        )
+    for _ in range(30):
+        middle = (low + high) / 2
+        speed = _rate(options, key, middle, rate.phase) or 0.0
+        low, high = (middle, high) if speed < rate.tokens_per_s else (low, middle)
+    return (low + high) / 2, ""
+
+
+def import_file(
+    path: Path, on: str | None, model: str, quant: str | None, save: bool = True
+) -> Imported:
+    """Read ``path``, fit the factors it measures, store them for this machine."""
+    from rigwise.api.infer import plan_inference
+    from rigwise.hardware import parse_node
+    from rigwise.probe.matching import find_accelerator
+
+    if not path.is_file():
+        raise InputError(f"No file {str(path)!r}.", hint="Give a llama-bench or Ollama output.")
+    kind, rates = parse(path.read_text(encoding="utf-8", errors="replace")[:2_000_000])
+    if not rates:
+        raise InputError(f"{path.name}: no pp/tg rates found in this {kind} file.")
+    hint = next((r.device_hint for r in rates if r.device_hint), "")
+    found = find_accelerator(hint.split(",")[0]) if not on and hint else None
+    on = on or getattr(found, "id", None)
+    if not on:
+        raise InputError(
+            f"{path.name} does not name a device rigwise knows ({hint or 'none given'}).",
+            hint="Pass --on with the device it ran on, e.g. --on rtx-4090.",
+        )
+    accelerator = parse_node(on).nodes[0].accelerator.id
+    quant = quant or next((r.quant_hint for r in rates if r.quant_hint), "") or "Q4_K_M"
+    options: dict[str, Any] = dict(model=model, on=on, quant=quant, engine=ENGINE, levers=False)
+    factors: dict[str, float] = {}
+    refused: dict[str, str] = {}
+    for rate in rates:
+        key = f"{rate.phase}"
+        if key in factors or key in refused:
+            continue  # the first test of each phase (llama-bench's default pp512 / tg128)
+        try:
+            value, why = fit_factor(options, rate)
+        except RigwiseError as exc:
+            value, why = None, str(exc)
+        if value is None:
+            refused[key] = why
+        else:
+            factors[key] = value
+    named = {
+        ("decode_bandwidth_efficiency" if k == "decode" else "prefill_compute_efficiency"): v
+        for k, v in factors.items()
+    }
+    before_plan = plan_inference(**options).to_dict()
+    after_plan = plan_inference(**options, calibration=named).to_dict() if named else before_plan
+    result = Imported(
+        source=f"{path.name} ({kind})",
+        accelerator_id=accelerator,
+        model=model,
+        quant=quant,
+        factors=named,
+        refused=refused,
+        rates=tuple(rates),
+        before={p: before_plan[p]["tokens_per_s"] for p in ("prefill", "decode") if before_plan[p]},
+        after={p: after_plan[p]["tokens_per_s"] for p in ("prefill", "decode") if after_plan[p]},
+    )
+    if save and named:
+        result = _store(result, path)
+    return result
+
+
+def _store(result: Imported, path: Path) -> Imported:
+    from dataclasses import replace
+
+    from rigwise.bench import calibration
+
+    run_id = calibration.save_run(
+        calibration.current_fingerprint(),
+        datetime.now(UTC).isoformat(timespec="seconds"),
+        False,
+        {
+            "imported_from": path.name,
+            "measurements": [
+                {
+                    "name": f"import_{r.phase}_{r.tokens}",
+                    "device": result.accelerator_id,
+                    "value": r.tokens_per_s,
+                    "unit": "tokens/s",
+                }
+                for r in result.rates
+            ],
+        },
+        {result.accelerator_id: result.factors},
+    )
+    return replace(result, run_id=run_id)
