@@ -1,5 +1,6 @@
-"""Test tiers: tests marked ``gpu`` run only where an NVIDIA GPU answers, ``browser`` only where
-Chromium is installed; everything else runs on a plain 2-core CI machine."""
+"""Test tiers: tests marked ``gpu`` run only where an NVIDIA GPU answers, ``torch`` only where
+PyTorch imports, ``browser`` only where Chromium is installed; everything else runs on a plain
+2-core CI machine."""
 
 from __future__ import annotations
 
@@ -19,11 +20,23 @@ def _has_nvidia_gpu() -> bool:
     return out.returncode == 0 and "GPU" in out.stdout
 
 
+def _has_torch() -> bool:
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     has_gpu = _has_nvidia_gpu()
+    has_torch = _has_torch()
     for item in items:
         if "gpu" in item.keywords and not has_gpu:
             item.add_marker(pytest.mark.skip(reason="needs an NVIDIA GPU (none found)"))
+        if "torch" in item.keywords and not has_torch:
+            reason = "needs PyTorch (pip install 'rigwise[torch]')"
+            item.add_marker(pytest.mark.skip(reason=reason))
 
 
 # Every file pytest looked at (collected, or skipped as a whole module), kept on the config for

@@ -32,3 +32,36 @@ def test_the_documented_example_runs() -> None:
     plan = rigwise.plan_inference(model="llama-3.1-70b", on="2x rtx-3090", quant="Q4_K_M")
     assert plan.verdict in ("fits", "tight") and plan.decode is not None
     assert plan.decode.tokens_per_s > 1
+
+
+def test_planners_take_one_typed_options_object_or_its_fields() -> None:
+    options = rigwise.InferOptions(model="llama-3.1-8b", on="rtx-4090", levers=False)
+    by_object = rigwise.plan_inference(options)
+    by_keywords = rigwise.plan_inference(model="llama-3.1-8b", on="rtx-4090", levers=False)
+    assert by_object == by_keywords
+    longer = rigwise.plan_inference(options, context=8192)  # keywords override the object
+    assert longer.workload.context == 8192 and by_object.workload.context == 640
+    train = rigwise.TrainOptions(model="llama-3.1-8b", on="rtx-4090", method="qlora")
+    assert rigwise.plan_training(train).fits == rigwise.plan_training(train, seq=1024).fits
+
+
+def test_every_option_is_documented_where_it_is_declared() -> None:
+    for options in (rigwise.InferOptions, rigwise.TrainOptions):
+        undocumented = [n for n, f in options.model_fields.items() if not f.description]
+        assert undocumented == [], f"{options.__name__}: add a docstring line under {undocumented}"
+
+
+def test_plans_are_frozen_with_typed_parts() -> None:
+    import dataclasses
+
+    from rigwise.plans import InferenceLayout, InferenceWorkload
+
+    plan = rigwise.plan_inference(model="llama-3.1-8b", on="2x rtx-3090", levers=False)
+    assert isinstance(plan.layout, InferenceLayout) and plan.layout.pp == 2
+    assert isinstance(plan.workload, InferenceWorkload)
+    try:
+        plan.verdict = "fits"  # type: ignore[misc]
+    except dataclasses.FrozenInstanceError:
+        pass
+    else:
+        raise AssertionError("InferencePlan must be frozen")

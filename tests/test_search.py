@@ -38,12 +38,10 @@ def test_fixed_flags_stay_fixed_and_every_candidate_is_accounted_for() -> None:
         assert candidate.layout.gpus == 16
     stats = plan.search
     rejected_before_estimate = sum(
-        n for r, n in stats["pruned"].items() if r != "does not fit in memory"
+        n for r, n in stats.pruned.items() if r != "does not fit in memory"
     )
-    assert stats["generated"] == rejected_before_estimate + stats["evaluated"]
-    assert stats["evaluated"] == stats["feasible"] + stats["pruned"].get(
-        "does not fit in memory", 0
-    )
+    assert stats.generated == rejected_before_estimate + stats.evaluated
+    assert stats.evaluated == stats.feasible + stats.pruned.get("does not fit in memory", 0)
     steps = [p.step.seconds for p in (plan, *plan.alternatives) if p.step]
     assert steps == sorted(steps)
 
@@ -52,7 +50,7 @@ def test_heads_and_layers_divisibility_is_counted() -> None:
     plan = plan_training(
         model="llama-3.1-8b", on="8x h100-sxm", search=True, global_batch=8, seq=2048
     )
-    pruned = plan.search["pruned"] if plan.search else {}
+    pruned = plan.search.pruned if plan.search else {}
     assert pruned.get("sequence parallel needs tp > 1 (and is free with it)", 0) > 0
     assert any("virtual stages" in reason for reason in pruned)
 

@@ -7,6 +7,10 @@ The machine probe is ``rigwise.probe.probe()`` (``rigwise.probe`` is its subpack
     >>> import rigwise
     >>> plan = rigwise.plan_inference(model="llama-3.1-70b", on="2x rtx-3090", quant="Q4_K_M")
     >>> plan.verdict, round(plan.decode.tokens_per_s)
+
+The planners take one typed options object (``InferOptions``, ``TrainOptions``; every field
+documented there) or its fields as keywords, and return frozen plans (``rigwise.plans``);
+``rigwise.serialize.to_jsonable`` turns any result into the documented JSON.
 """
 
 import importlib
@@ -38,9 +42,11 @@ _LAZY = {
     "load_model": "rigwise.models",
     "catalog_models": "rigwise.models",
     "list_gpus": "rigwise.api.gpus",
-    "InferencePlan": "rigwise.api.infer",
+    "InferOptions": "rigwise.api.infer",
+    "InferencePlan": "rigwise.plans",
     "plan_inference": "rigwise.api.infer",
-    "TrainingPlan": "rigwise.estimate.training",
+    "TrainOptions": "rigwise.api.train",
+    "TrainingPlan": "rigwise.plans",
     "plan_training": "rigwise.api.train",
     "Design": "rigwise.design.designer",
     "design_builds": "rigwise.design.api",
@@ -57,6 +63,7 @@ __all__ = [
     "Cluster",
     "Design",
     "GridError",
+    "InferOptions",
     "InferencePlan",
     "InputError",
     "Link",
@@ -66,6 +73,7 @@ __all__ = [
     "ProbeError",
     "ProbeReport",
     "RigwiseError",
+    "TrainOptions",
     "TrainingPlan",
     "UnknownNameError",
     "__version__",

@@ -1,28 +1,133 @@
-"""Plain-JSON views of results: dataclasses (via ``to_dict`` when they have one), enums,
-tuples and non-finite floats. Used by the CLI's ``--json`` and the web API alike."""
+"""Plain-JSON views of results, written once: ``to_jsonable``.
+
+Used by the CLI's ``--json``, ``--queries``, the web API and the grid alike. A dataclass becomes
+its fields in order, then the properties its class names in ``json_properties``. Field metadata
+shapes the JSON without a hand-written ``to_dict``:
+
+- ``JSON_KEY``: the field's key in the JSON (``{JSON_KEY: "accelerator"}``);
+- ``JSON_SKIP``: the field is left out (internal bookkeeping);
+- ``JSON_OMIT_EMPTY``: left out when ``None`` or empty;
+- ``JSON_NULL_IF_EMPTY``: an empty value (``""``, ``()``) is written as ``null``;
+- ``JSON_INLINE``: a mapping field's items become keys of the object itself;
+- ``JSON_INNER``: rename keys of the field's own JSON object (``{"seconds": "seconds_per_token"}``).
+
+A module that makes a kind of result may register one function that finishes its JSON
+(``register_json_finish``: the P10-P90 ranges beside a plan's numbers), so this module needs
+no import of the layers above it.
+
+Enums become their values, tuples and sets lists, non-finite floats ``null``, pydantic models
+their ``model_dump()``. Classes that still define ``to_dict`` are asked for it.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import enum
 import math
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar, TypeAlias
+
+JSON_KEY = "json_key"
+JSON_SKIP = "json_skip"
+JSON_OMIT_EMPTY = "json_omit_empty"
+JSON_NULL_IF_EMPTY = "json_null_if_empty"
+JSON_INLINE = "json_inline"
+JSON_INNER = "json_inner"
+
+Json: TypeAlias = "bool | int | float | str | list[Json] | dict[str, Json] | None"
+
+_FIELDS: dict[type, tuple[tuple[str, str, Mapping[str, object]], ...]] = {}
+_FINISH: dict[type, Callable[[dict[str, Any]], dict[str, Any]]] = {}
 
 
-def to_jsonable(value: Any) -> Any:
-    """Dataclasses, enums, tuples and non-finite floats to plain JSON values."""
+def register_json_finish(cls: type, finish: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+    """``finish(json_object)`` runs on every JSON object made from a ``cls`` instance."""
+    _FINISH[cls] = finish
+
+
+def _fields(cls: type) -> tuple[tuple[str, str, Mapping[str, object]], ...]:
+    """(attribute, JSON key, metadata) of a dataclass's fields, cached per class."""
+    found = _FIELDS.get(cls)
+    if found is None:
+        found = tuple(
+            (f.name, str(f.metadata.get(JSON_KEY, f.name)), f.metadata)
+            for f in dataclasses.fields(cls)
+            if not f.metadata.get(JSON_SKIP)
+        )
+        _FIELDS[cls] = found
+    return found
+
+
+def _empty(value: object) -> bool:
+    return value is None or (isinstance(value, str | tuple | list | dict) and not value)
+
+
+def _dataclass(value: object) -> dict[str, Json]:
+    out: dict[str, Json] = {}
+    for name, key, meta in _fields(type(value)):
+        item = getattr(value, name)
+        if meta.get(JSON_OMIT_EMPTY) and _empty(item):
+            continue
+        converted = None if meta.get(JSON_NULL_IF_EMPTY) and _empty(item) else to_jsonable(item)
+        inner = meta.get(JSON_INNER)
+        if isinstance(inner, Mapping) and isinstance(converted, dict):
+            converted = {str(inner.get(k, k)): v for k, v in converted.items()}
+        if meta.get(JSON_INLINE) and isinstance(converted, dict):
+            out.update(converted)
+        else:
+            out[key] = converted
+    for name in getattr(type(value), "json_properties", ()):
+        out[name] = to_jsonable(getattr(value, name))
+    finish = _FINISH.get(type(value))
+    return finish(out) if finish is not None else out
+
+
+class JsonObject:
+    """Base of results whose JSON is made here: ``obj.to_dict()`` is ``to_jsonable(obj)``
+    (for callers that want the object form), never written by hand."""
+
+    json_generic: ClassVar[bool] = True
+
+    def to_dict(self) -> dict[str, Any]:
+        return _dataclass(self)
+
+
+def to_jsonable(value: object) -> Any:
+    """Dataclasses, mappings, enums, tuples and non-finite floats to plain JSON values (a
+    ``Json``; typed ``Any`` so that callers may index into the object they know they made)."""
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        if hasattr(value, "to_dict"):
-            return to_jsonable(value.to_dict())
-        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, dict):
+        to_dict = getattr(value, "to_dict", None)
+        if to_dict is not None and not getattr(value, "json_generic", False):
+            return to_jsonable(to_dict())  # a class that still writes its own
+        return _dataclass(value)
+    if isinstance(value, Mapping):
         return {str(k): to_jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple | set | frozenset):
         return [to_jsonable(v) for v in value]
     if isinstance(value, enum.Enum):
-        return value.value
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if hasattr(value, "model_dump"):
-        return to_jsonable(value.model_dump())
-    return value
+        return to_jsonable(value.value)
+    model_dump = getattr(value, "model_dump", None)
+    if model_dump is not None:
+        return to_jsonable(model_dump())
+    tolist = getattr(value, "tolist", None)  # numpy scalars and arrays
+    if tolist is not None:
+        return to_jsonable(tolist())
+    return str(value)
+
+
+def nonsense_numbers(document: Any, key: str = "") -> list[tuple[str, float]]:
+    """(key, value) of every number in a JSON document that no plan can mean: negative or not
+    finite. Every quantity rigwise reports (bytes, seconds, tokens/s, dollars, counts) is >= 0;
+    the fuzz tests hold every JSON answer to that."""
+    if isinstance(document, dict):
+        return [item for k, v in document.items() for item in nonsense_numbers(v, str(k))]
+    if isinstance(document, list):
+        return [item for v in document for item in nonsense_numbers(v, key)]
+    if isinstance(document, int | float) and not isinstance(document, bool):
+        number = float(document)
+        return [(key, number)] if not math.isfinite(number) or number < 0 else []
+    return []

@@ -11,7 +11,7 @@ from rigwise.models import load_model
 
 def test_the_largest_context_fits_and_one_thousand_more_tokens_do_not() -> None:
     plan = plan_inference(model="qwen2.5-32b", on="rtx-4090", context="max", levers=False)
-    context = plan.workload["context"]
+    context = plan.workload.context
     assert plan.fits and 10_000 < context < 32_768
     over = plan_inference(model="qwen2.5-32b", on="rtx-4090", context=context + 1000, levers=False)
     assert not over.fits
@@ -19,24 +19,24 @@ def test_the_largest_context_fits_and_one_thousand_more_tokens_do_not() -> None:
 
 def test_a_model_that_fits_at_its_maximum_says_so() -> None:
     plan = plan_inference(model="llama-3.1-8b", on="rtx-4090", context="max")
-    assert plan.fits and plan.workload["context"] == 131_072
+    assert plan.fits and plan.workload.context == 131_072
     assert "the model's maximum" in plan.notes[0]
 
 
 def test_context_max_names_the_next_steps_with_their_reach() -> None:
     plan = plan_inference(model="qwen2.5-32b", on="rtx-4090", context="max")
-    reach = plan.workload["context"]
+    reach = plan.workload.context
     steps = [lever for lever in plan.levers if lever.description.startswith("longer context")]
     assert [s.change for s in steps] == [{"kv_quant": "q8_0"}, {"on": "2x rtx-4090"}]
     q8 = plan_inference(model="qwen2.5-32b", on="rtx-4090", context="max", kv_quant="q8_0")
-    assert q8.workload["context"] > 1.7 * reach  # q8_0 is 8.5 bits a value against f16's 16
-    assert f"{q8.workload['context']:,}" in steps[0].description
+    assert q8.workload.context > 1.7 * reach  # q8_0 is 8.5 bits a value against f16's 16
+    assert f"{q8.workload.context:,}" in steps[0].description
 
 
 def test_prompt_max_leaves_room_for_the_generated_tokens() -> None:
     plan = plan_inference(model="qwen2.5-32b", on="rtx-4090", prompt="max", gen=256, levers=False)
     assert plan.fits
-    assert plan.workload["prompt"] + 256 == plan.workload["context"]
+    assert plan.workload.prompt + 256 == plan.workload.context
 
 
 def test_weights_that_do_not_fit_give_no_context_and_the_default_plan() -> None:

@@ -6,6 +6,7 @@ import pytest
 
 from rigwise.api.infer import plan_inference
 from rigwise.errors import InputError, UnknownNameError
+from rigwise.serialize import to_jsonable
 
 DOCUMENTED = {
     "fits", "verdict", "memory", "prefill", "decode", "ttft_s", "serving", "levers",
@@ -17,7 +18,8 @@ MEMORY_KEYS = {
 
 
 def test_plan_has_the_documented_json_keys() -> None:
-    plan = plan_inference(model="llama-3-8b", on="rtx-4090", quant="Q4_K_M").to_dict()
+    plan = to_jsonable(plan_inference(model="llama-3-8b", on="rtx-4090", quant="Q4_K_M"))
+    assert isinstance(plan, dict)
     assert set(plan) >= DOCUMENTED
     assert set(plan["memory"]) >= MEMORY_KEYS
     assert {"tokens_per_s", "seconds", "bound"} <= set(plan["prefill"])
@@ -71,7 +73,7 @@ def test_concurrency_beyond_the_kv_cache_queues_instead_of_failing() -> None:
     assert many.serving.aggregate_tokens_per_s == pytest.approx(some.serving.aggregate_tokens_per_s)
     assert many.serving.ttft_s > 2 * some.serving.ttft_s
     keys = {"ttft_s", "tpot_s", "aggregate_tokens_per_s", "tokens_per_s_per_gpu", "running_batch"}
-    assert keys | {"queued"} <= set(many.to_dict()["serving"])
+    assert keys | {"queued"} <= set(to_jsonable(many)["serving"])
 
 
 def test_calibration_changes_the_speed_it_names() -> None:

@@ -8,6 +8,7 @@ import pytest
 
 from rigwise.api.train import plan_training
 from rigwise.errors import InputError, UnknownNameError
+from rigwise.serialize import to_jsonable
 from rigwise.validation.training import DATA_DIR
 
 UNSLOTH = list(
@@ -42,7 +43,8 @@ def test_json_keys_are_the_documented_ones() -> None:
     plan = plan_training(
         model="llama-3.1-8b", on="8x h100-sxm", zero=3, micro_batch=1, global_batch=8, tokens="1B"
     )
-    data = plan.to_dict()
+    data = to_jsonable(plan)
+    assert isinstance(data, dict)
     assert set(data) >= TOP_KEYS
     assert set(data["layout"]) >= {
         "tp",
@@ -191,4 +193,4 @@ def test_objectives_and_top_n() -> None:
             objective=objective,
         )
         assert plan.fits and len(plan.alternatives) == 1
-        assert plan.search is not None and plan.search["objective"] == objective
+        assert plan.search is not None and plan.search.objective == objective

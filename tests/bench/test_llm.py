@@ -45,6 +45,7 @@ def test_gpu_shape_drops_layers_to_fit() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.torch
 def test_cpu_llm_benchmark_calibrates_the_planner_within_15_percent() -> None:
     device = Device("cpu", get_accelerator(CATALOG_CPU), CATALOG_CPU)
     outcome = llm.run(device, quick=True, model_name=None, finetune=True)
@@ -64,6 +65,18 @@ def test_cpu_llm_benchmark_calibrates_the_planner_within_15_percent() -> None:
         found["llm_prefill"].value, rel=0.15
     )
     assert found["finetune_step"].value > 0 and found["finetune_peak_memory"].value > 0
+
+
+def test_without_torch_the_llm_benchmark_is_a_skip_saying_how_to_add_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from rigwise.bench import torch_adapter
+
+    monkeypatch.setattr(torch_adapter, "load_torch", lambda: (None, "PyTorch is not installed"))
+    device = Device("cpu", get_accelerator(CATALOG_CPU), CATALOG_CPU)
+    outcome = llm.run(device, quick=True, model_name=None, finetune=False)
+    assert not outcome.measurements
+    assert "pip install 'rigwise[torch]'" in outcome.skipped[0].reason
 
 
 def test_missing_model_is_a_skip_with_a_reason() -> None:

@@ -6,7 +6,6 @@ import pytest
 
 from rigwise.design.cluster import intra_link_name, rig_to_cluster
 from rigwise.design.rigfile import GpuLookup, load_rig, parse_rig, resolve_rig
-from rigwise.errors import InputError
 
 RIGS = Path(__file__).parents[2] / "examples" / "rigs"
 
@@ -26,7 +25,7 @@ def test_link_follows_the_slowest_slot_and_riser() -> None:
     assert intra_link_name(load_rig(RIGS / "seed003-dual-4090.yaml")) == "pcie4-x8"
 
 
-def test_mixed_gpus_are_refused(gpu_lookup: GpuLookup) -> None:
+def test_mixed_gpus_become_one_node_per_model(gpu_lookup: GpuLookup) -> None:
     rig = resolve_rig(
         parse_rig(
             {
@@ -39,8 +38,12 @@ def test_mixed_gpus_are_refused(gpu_lookup: GpuLookup) -> None:
         ),
         gpu_lookup,
     )
-    with pytest.raises(InputError, match="mixes"):
-        rig_to_cluster(rig, link_lookup=lambda name: None)
+    cluster = rig_to_cluster(rig, link_lookup=lambda name: None)  # type: ignore[arg-type,return-value]
+    assert [(n.accelerator.id, n.count) for n in cluster.nodes] == [
+        ("rtx-3090", 1),
+        ("rtx-4090", 1),
+    ]
+    assert all(n.host_memory_bytes == rig.ram_bytes for n in cluster.nodes)
 
 
 def test_bridged_pair_plans_over_the_bridge_link() -> None:
@@ -57,3 +60,15 @@ def test_load_rig_cluster_from_a_file() -> None:
     assert cluster.accelerator_count == 3
     assert cluster.nodes[0].intra_link is not None
     assert cluster.nodes[0].intra_link.id == "pcie4-x16"  # 3 GPUs, one bridge: PCIe for the rest
+
+
+def test_a_mixed_rig_file_plans_as_a_mixed_rig(tmp_path: Path) -> None:
+    from rigwise.design.cluster import rig_on_text
+
+    rig = tmp_path / "mixed.yaml"
+    rig.write_text(
+        "motherboard: romed8-2t\ncpu: epyc-7302p\n"
+        "ram: {module: ddr4-rdimm-32gb-3200, count: 4}\npsu: {name: corsair-ax1600i}\n"
+        "gpus: [{name: rtx-3090, slot: 1}, {name: rtx-3090, slot: 3}, {name: rtx-4090, slot: 5}]\n"
+    )
+    assert rig_on_text(str(rig)) == "2x rtx-3090+rtx-4090"

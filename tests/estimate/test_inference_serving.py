@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
+from rigwise.api.infer import InferOptions
+from rigwise.api.levers import suggest_levers
 from rigwise.errors import InputError
-from rigwise.estimate.levers import suggest_levers
 from rigwise.estimate.serving import Costs, estimate_serving
 
 
@@ -95,22 +96,23 @@ class _FakePlan:
     kv_quant: str = "f16"
     reason: str = ""
     serving: Any = None
+    device_kinds: tuple[str, ...] = ("gpu",)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def _fake_run(options: Any) -> _FakePlan:
+def _fake_run(options: InferOptions) -> Any:
     """Q4_K_M halves the weights and fits; a second GPU fits at the same speed."""
-    if options.get("on") == "2x rtx-3090":
+    if options.on == "2x rtx-3090":
         return _FakePlan(True, "fits", _Memory(30e9, 48e9, 28e9), _Phase(15.0))
-    if options.get("quant") == "Q4_K_M":
+    if options.quant == "Q4_K_M":
         return _FakePlan(True, "fits", _Memory(20e9, 24e9, 18e9), _Phase(27.0), quant="Q4_K_M")
-    if options.get("quant") == "IQ2_XXS":
+    if options.quant == "IQ2_XXS":
         raise InputError("unknown quant")  # a lever that cannot be planned is left out
     return _FakePlan(False, "does not fit", _Memory(36e9, 24e9, 34e9), None, reason="too big")
 
 
 def test_levers_that_fix_the_fit_come_first_fastest_first() -> None:
-    options = {"model": "m", "on": "rtx-3090", "prompt": 512, "gen": 128, "quant": "Q8_0"}
+    options = InferOptions(model="m", on="rtx-3090", prompt=512, gen=128, quant="Q8_0")
     levers = suggest_levers(options, _fake_run(options), _fake_run)
     assert [lever.change for lever in levers[:2]] == [{"quant": "Q4_K_M"}, {"on": "2x rtx-3090"}]
     assert levers[0].description.startswith("Q4_K_M instead of Q8_0: fits")

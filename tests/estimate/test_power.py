@@ -6,6 +6,7 @@ import pytest
 
 from rigwise.api.infer import plan_inference
 from rigwise.estimate.power import power_point
+from rigwise.serialize import to_jsonable
 
 
 def test_a_measured_training_curve_is_used_where_the_catalog_has_one() -> None:
@@ -44,4 +45,4 @@ def test_infer_power_limit_energy_per_token_falls_with_the_cap(device: str) -> N
 
 def test_infer_without_a_cap_reports_no_power() -> None:
     plan = plan_inference(model="llama-3.1-8b", on="rtx-4090", levers=False)
-    assert plan.power is None and plan.to_dict()["power"] is None
+    assert plan.power is None and to_jsonable(plan)["power"] is None

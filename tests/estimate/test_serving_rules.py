@@ -91,4 +91,4 @@ def test_ollama_reserves_its_own_default_context_by_vram() -> None:
     assert engine_defaults("ollama", 24 * 2**30).default_context == 32768
     assert engine_defaults("vllm", 80 * 2**30).default_context == 0
     plan = _plan(model="llama-3-8b", on="rtx-3060-12gb", engine="ollama")
-    assert plan.workload["context"] == 4096  # type: ignore[attr-defined]
+    assert plan.workload.context == 4096  # type: ignore[attr-defined]

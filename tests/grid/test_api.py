@@ -3,6 +3,8 @@ in for Ray (the Ray cluster tests run the same service on a real cluster)."""
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -22,16 +24,25 @@ from rigwise.grid.service import GridService
 from rigwise.grid.storage import DirectoryStore
 
 
-def facts(**changes: Any) -> MachineFacts:
-    from conftest import facts as make
+@functools.cache
+def _grid_conftest() -> Any:
+    # By path: a bare ``import conftest`` finds whichever conftest.py pytest loaded last
+    # (tests/web has one too), depending on which folders the run collected.
+    spec = importlib.util.spec_from_file_location(
+        "grid_conftest", Path(__file__).with_name("conftest.py")
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
-    return make(**changes)
+
+def facts(**changes: Any) -> MachineFacts:
+    return _grid_conftest().facts(**changes)
 
 
 def make_corpus_bytes() -> bytes:
-    from conftest import make_corpus
-
-    return make_corpus()
+    return _grid_conftest().make_corpus()
 
 
 class InlineEngine:
@@ -178,6 +189,7 @@ def test_wrong_token_is_refused_and_changes_nothing(grid: Any, make_facts: Any) 
 
 
 @pytest.mark.slow
+@pytest.mark.torch  # the job trains grid.tinylm
 def test_train_register_evaluate_rank_run_and_credit(grid: Any, make_facts: Any) -> None:
     service, _engine, client, admin = grid
     node = join(client, service, make_facts(), "worker")
@@ -235,6 +247,7 @@ def test_bad_job_file_names_the_field(grid: Any) -> None:
     assert response.status_code == 400 and "nope" in response.json()["error"]
 
 
+@pytest.mark.torch  # the requeued job trains grid.tinylm
 def test_lost_node_requeues_and_restart_loses_nothing(
     grid: Any, make_facts: Any, tmp_path: Path
 ) -> None:

@@ -14,6 +14,8 @@ from rigwise.cli import main
 
 SUBCOMMANDS = [
     ["simulate"], ["init"], ["run"], ["status"], ["alarms"], ["ack"], ["calibrate", "pump"],
+    ["experiments", "submit"], ["experiments", "list"], ["experiments", "cancel"],
+    ["experiments", "results"],
 ]  # fmt: skip
 
 

@@ -16,7 +16,8 @@ from rigwise.estimate.intervals import (
     packaged_table,
 )
 from rigwise.estimate.plan_intervals import inference_regime, training_regime
-from rigwise.validation.intervals import all_comparisons, annotate, coverage_by_regime, table_from
+from rigwise.validation.all_rows import all_comparisons
+from rigwise.validation.intervals import annotate, coverage_by_regime, table_from
 from rigwise.validation.stats import Comparison
 
 GDDR = Regime("decode", "llama.cpp", "nvidia-gddr", "quantized", "1")

@@ -6,6 +6,7 @@ import pytest
 
 from rigwise.api.infer import plan_inference
 from rigwise.api.train import plan_training
+from rigwise.serialize import to_jsonable
 
 
 def _ordered(bounds: list[float]) -> bool:
@@ -13,7 +14,7 @@ def _ordered(bounds: list[float]) -> bool:
 
 
 def test_an_inference_plan_has_a_range_next_to_each_value() -> None:
-    data = plan_inference(model="llama-3.1-8b", on="rtx-4090", levers=False).to_dict()
+    data = to_jsonable(plan_inference(model="llama-3.1-8b", on="rtx-4090", levers=False))
     for section, name in (
         ("decode", "tokens_per_s"),
         ("decode", "seconds_per_token"),
@@ -33,18 +34,20 @@ def test_an_inference_plan_has_a_range_next_to_each_value() -> None:
 
 
 def test_a_case_unlike_any_validated_row_is_widened_and_says_why() -> None:
-    data = plan_inference(
-        model="llama-3.1-70b", on="8x h100-sxm", engine="vllm", concurrency=64, levers=False
-    ).to_dict()
+    data = to_jsonable(
+        plan_inference(
+            model="llama-3.1-70b", on="8x h100-sxm", engine="vllm", concurrency=64, levers=False
+        )
+    )
     serving = data["intervals"]["serving"]
     assert serving["widened"] and "engine vllm" in serving["notes"][0]
     assert _ordered(data["serving"]["aggregate_tokens_per_s_interval"])
 
 
 def test_a_training_plan_has_ranges_on_step_speed_memory_and_time() -> None:
-    data = plan_training(
-        model="llama-3.1-8b", on="8x h100-sxm", zero=3, global_batch=8, tokens="1B"
-    ).to_dict()
+    data = to_jsonable(
+        plan_training(model="llama-3.1-8b", on="8x h100-sxm", zero=3, global_batch=8, tokens="1B")
+    )
     assert _ordered(data["step"]["seconds_interval"])
     assert _ordered(data["tokens_per_s_interval"])
     assert _ordered(data["memory_per_gpu"]["total_bytes_interval"])

@@ -140,3 +140,8 @@ def test_run_page_exposes_offload_and_scales_times(client: Any) -> None:
     assert 'name="offload"' in page
     ttft = re.search(r'Time to first token</div><div class="v">([^<]*)<', page)
     assert ttft is not None and ttft.group(1).endswith(" s")  # "19.7 s", not "19741 ms"
+
+
+def test_compare_page_shows_verdicts(client: Any) -> None:
+    page = client.get("/compare", params={"names": "P40, RTX 3090"}).text
+    assert "bad for serve, finetune, train" in page and "CUDA 13" in page

@@ -70,7 +70,7 @@ def largest_context(spec: ModelSpec, kv_dtype: str, context: int, headroom: floa
 
 def plan_max_context(plan: Any, spec: ModelSpec) -> int:
     """Largest context the plan's hardware, quant and KV dtype hold (0: not even the weights)."""
-    context = int(plan.workload["context"])
+    context = int(plan.workload.context)
     return largest_context(spec, plan.kv_quant, context, kv_headroom(plan.memory))
 
 
@@ -159,7 +159,7 @@ def plan_with_max(
 ) -> Any:
     """``plan(**options)`` at the largest context (or prompt) that fits, saying so, with the
     next steps (a smaller KV dtype, one more device) as levers."""
-    from rigwise.estimate.levers import Lever
+    from rigwise.plans import Lever
 
     resolved, reach, steps = resolve_max(options, replan, spec)
     result = plan(**resolved)

@@ -1,22 +1,21 @@
-"""``plan_inference(**options) -> InferencePlan``: the inference planner's public entry point.
+"""``plan_inference(options) -> InferencePlan``: the inference planner's public entry point.
 
-Options are the CLI's long option names with ``_`` for ``-`` (``model``, ``on``, ``nodes``,
-``network``, ``cluster``, ``quant``, ``kv_quant``, ``prompt``, ``gen``, ``context``,
-``concurrency``, ``engine``, ``offload``, ``split``, ``tp``, ``pp``, ``latency_budget``,
-``calibration``, ``levers``), validated by pydantic; used by the CLI, ``--queries``, the web UI
-and the build designer. Model and hardware lookups are cached so sweeps run thousands of plans
-per second.
+The options are one typed, frozen ``InferOptions`` (each field documented where it is
+declared; adding an option is one field and its docstring line), validated by pydantic at this
+edge and shared by the CLI, ``--queries``, the web API (its query parameters) and the build
+designer. Model and hardware lookups are cached so sweeps run thousands of plans per second.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import replace
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from rigwise.api._lookup import cached_cluster, cached_model
+from rigwise.api.levers import suggest_levers
 from rigwise.errors import InputError, validation_message
 from rigwise.estimate.inference import (
     Context,
@@ -27,7 +26,6 @@ from rigwise.estimate.inference import (
     prefill_phase,
 )
 from rigwise.estimate.inference_memory import (
-    DOES_NOT_FIT,
     MemoryBreakdown,
     Stage,
     can_offload,
@@ -39,7 +37,6 @@ from rigwise.estimate.inference_memory import (
 )
 from rigwise.estimate.plan_intervals import add_inference_intervals
 from rigwise.estimate.power import capped_inference
-from rigwise.estimate.serving import ServingEstimate
 from rigwise.estimate.serving_layout import (
     ReplicaLayout,
     auto_offload,
@@ -51,7 +48,20 @@ from rigwise.estimate.serving_layout import (
 from rigwise.hardware import Accelerator, Cluster
 from rigwise.hardware.nodes import MAX_DEVICES
 from rigwise.models import ModelSpec
+from rigwise.plans import (
+    DOES_NOT_FIT,
+    DisaggLayout,
+    InferenceLayout,
+    InferencePlan,
+    InferenceWorkload,
+    LatencyCheck,
+    StageShare,
+)
+from rigwise.serialize import register_json_finish
 from rigwise.units import parse_count, parse_seconds
+
+# P10-P90 ranges beside the numbers in the plan's JSON: estimate/plan_intervals.py
+register_json_finish(InferencePlan, add_inference_intervals)
 
 ENGINES = ("llama.cpp", "vllm", "sglang", "tensorrt-llm", "transformers", "mlx", "ollama")
 _GGUF_ENGINES = ("llama.cpp", "ollama")
@@ -61,36 +71,63 @@ _DEFAULT_KV = {"llama.cpp": "f16", "ollama": "f16", "mlx": "f16"}
 
 
 class InferOptions(BaseModel):
-    """The options of ``rigwise infer``; unknown keys are an error naming the key."""
+    """The options of ``rigwise infer`` (long option names with ``_``); unknown keys are an
+    error naming the key. Counts accept '8k'-style strings."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     model: str
+    """Catalog name, HF config.json or .gguf file."""
     on: str | None = None
+    """One node: 'rtx-4090', '2x rtx-3090+nvlink', 'dgx-h100', a CPU platform."""
     nodes: int = Field(1, ge=1, le=100_000)
+    """Number of such nodes (with ``network``)."""
     network: str | None = None
+    """Link between nodes: 10gbe, ib-ndr, thunderbolt-4 ..."""
     cluster: str | None = None
+    """Heterogeneous cluster YAML file (instead of ``on``)."""
     quant: str | None = None
+    """Weights format: Q4_K_M, Q8_0, BF16, FP8, AWQ-4bit-g128, NF4, MXFP4 ... (engine default)."""
     kv_quant: str | None = None
+    """KV cache dtype: f16, bf16, fp8, q8_0, q4_0 (engine default)."""
     prompt: int = Field(512, ge=1, le=MAX_CONTEXT_TOKENS)
+    """Prompt tokens."""
     gen: int = Field(128, ge=1, le=MAX_CONTEXT_TOKENS)
+    """Generated tokens."""
     context: int | None = Field(None, ge=1, le=MAX_CONTEXT_TOKENS)
+    """Context to reserve (default: prompt + gen, or the engine's own default)."""
     concurrency: int | Literal["max"] = 1
+    """Concurrent requests, or 'max' (as many as the KV cache holds)."""
     engine: str | None = None
-    offload: Literal["auto", "none"] | None = None  # None: the engine's default (Ollama: auto)
-    host: str | None = None  # CPU platform (catalog CPU row) whose RAM takes offloaded weights
+    """llama.cpp, vllm, sglang, tensorrt-llm, transformers, mlx, ollama (default by hardware)."""
+    offload: Literal["auto", "none"] | None = None
+    """'auto': weights that do not fit go to host RAM (default: the engine's; Ollama: auto)."""
+    host: str | None = None
+    """Host CPU platform (catalog CPU row) whose RAM takes offloaded weights."""
     split: Literal["layer", "tensor"] | None = None
+    """How devices share the model (default by engine)."""
     tp: int | None = Field(None, ge=1, le=MAX_DEVICES)
+    """Tensor-parallel size."""
     pp: int | None = Field(None, ge=1, le=MAX_DEVICES)
-    dp: int = Field(1, ge=1, le=MAX_DEVICES)  # replicas of the tp x pp layout
-    ep: int = Field(1, ge=1, le=MAX_DEVICES)  # expert-parallel ranks within tp (MoE)
-    attention_dp: int = Field(1, ge=1, le=MAX_DEVICES)  # attention data-parallel ranks within tp
-    max_batch: int | None = Field(None, ge=1, le=1_000_000)  # running sequences per replica
-    disagg: dict[str, dict[str, int]] | None = None  # {"prefill": {...}, "decode": {...}}
+    """Pipeline stages."""
+    dp: int = Field(1, ge=1, le=MAX_DEVICES)
+    """Replicas of the tp x pp layout."""
+    ep: int = Field(1, ge=1, le=MAX_DEVICES)
+    """Expert-parallel ranks within tp (MoE)."""
+    attention_dp: int = Field(1, ge=1, le=MAX_DEVICES)
+    """Attention data-parallel ranks within tp."""
+    max_batch: int | None = Field(None, ge=1, le=1_000_000)
+    """Running sequences per replica (default: the engine's)."""
+    disagg: dict[str, dict[str, int]] | None = None
+    """Disaggregated pools: {"prefill": {...}, "decode": {...}} (tp, pp, workers, ep ...)."""
     latency_budget: str | None = None
-    power_limit: float | None = Field(None, gt=0)  # board power cap per device, watts
+    """Per-token / first-token budget, e.g. '200ms'."""
+    power_limit: float | None = Field(None, gt=0)
+    """Board power cap per device, watts (speed kept, watts and J/token in ``power``)."""
     calibration: dict[str, float] | None = None
+    """Measured efficiency factors (``rigwise bench``) replacing the catalog's."""
     levers: bool = True
+    """Also measure the levers (changes that make it fit or run faster)."""
 
     @field_validator("prompt", "gen", "context", mode="before")
     @classmethod
@@ -101,7 +138,7 @@ class InferOptions(BaseModel):
     @classmethod
     def _concurrency(cls, value: Any) -> Any:
         if isinstance(value, str) and value != "max":
-            return int(parse_count(value))
+            value = int(parse_count(value))
         if isinstance(value, int) and not 1 <= value <= MAX_DEVICES:
             raise ValueError(f"must be between 1 and {MAX_DEVICES:,} (or 'max')")
         return value
@@ -117,62 +154,6 @@ class InferOptions(BaseModel):
 
             raise UnknownNameError("engine", value, closest(name, ENGINES))
         return name
-
-
-@dataclass(frozen=True)
-class InferencePlan:
-    model: str
-    hardware: str
-    engine: str
-    quant: str
-    kv_quant: str
-    layout: Mapping[str, Any]
-    workload: Mapping[str, Any]
-    verdict: str
-    reason: str
-    memory: MemoryBreakdown
-    prefill: Phase | None
-    decode: Phase | None
-    serving: ServingEstimate | None
-    latency: Mapping[str, Any] | None = None
-    levers: tuple[Any, ...] = ()
-    notes: tuple[str, ...] = field(default=())
-    device_kinds: tuple[str, ...] = ()  # gpu | unified | cpu ... of the stages (for levers)
-    power: Mapping[str, Any] | None = None  # with power_limit: speed kept, watts, J/token
-    broken_rule: str = ""  # the engine rule (engine_rules.csv) this layout breaks, if any
-
-    @property
-    def fits(self) -> bool:
-        return self.verdict != DOES_NOT_FIT
-
-    @property
-    def ttft_s(self) -> float | None:
-        return self.prefill.seconds if self.prefill else None
-
-    def to_dict(self) -> dict[str, Any]:
-        data = {
-            "model": self.model,
-            "hardware": self.hardware,
-            "engine": self.engine,
-            "quant": self.quant,
-            "kv_quant": self.kv_quant,
-            "fits": self.fits,
-            "verdict": self.verdict,
-            "reason": self.reason,
-            "layout": dict(self.layout),
-            "workload": dict(self.workload),
-            "memory": self.memory.to_dict(),
-            "prefill": self.prefill.to_dict() if self.prefill else None,
-            "decode": self.decode.to_dict(per_token=True) if self.decode else None,
-            "ttft_s": self.ttft_s,
-            "serving": self.serving.to_dict() if self.serving else None,
-            "latency": dict(self.latency) if self.latency else None,
-            "levers": [lever.to_dict() for lever in self.levers],
-            "power": dict(self.power) if self.power else None,
-            "notes": list(self.notes),
-            "broken_rule": self.broken_rule or None,
-        }
-        return add_inference_intervals(data)  # P10-P90 ranges: estimate/plan_intervals.py
 
 
 def _model(name: str) -> ModelSpec:
@@ -300,51 +281,51 @@ def _with_offload(
     return tuple(moved)
 
 
-def plan_inference(**options: Any) -> InferencePlan:
-    """Plan one inference deployment; see ``InferOptions`` for the options.
+def plan_inference(options: InferOptions | None = None, /, **fields: object) -> InferencePlan:
+    """Plan one inference deployment: will it fit, how fast, and what would change that.
 
-    ``context="max"`` / ``prompt="max"``: the largest that fits (``rigwise.api.context``)."""
-    if "max" in (options.get("context"), options.get("prompt")):
+    Pass an ``InferOptions``, or its fields as keywords (``model="llama-3.1-8b",
+    on="rtx-4090"``), or both (keywords override); every field is documented on
+    ``InferOptions``. ``context="max"`` / ``prompt="max"``: the largest that fits
+    (``rigwise.api.context``). Bad input raises ``InputError`` naming the value; "does not
+    fit" is a plan with ``fits=False`` and its reason.
+    """
+    if "max" in (fields.get("context"), fields.get("prompt")):
         from rigwise.api.context import plan_with_max
 
-        spec = _model(str(options["model"]))
-        return plan_with_max(options, plan_inference, _plan_quiet, spec)  # type: ignore[no-any-return,unused-ignore]
-    try:
-        opts = InferOptions(**options)
-    except ValidationError as exc:
-        message = validation_message(exc, "Bad option")
-        raise InputError(message, hint="See `rigwise infer --help`.") from None
+        given = {**(options.model_dump(exclude_unset=True) if options else {}), **fields}
+        spec = _model(str(given["model"]))
+        return plan_with_max(given, plan_inference, _replan, spec)
+    opts = _options(options, fields)
     plan = _plan(opts)
     if opts.levers:
-        from rigwise.estimate.levers import suggest_levers
-
-        plan = _replace_levers(plan, suggest_levers(opts.model_dump(), plan, _plan_quiet))
+        plan = replace(plan, levers=suggest_levers(opts, plan, _plan_quiet))
     return plan
 
 
-def _plan_quiet(options: Mapping[str, Any]) -> InferencePlan:
-    """A lever's plan: options outside the bounds (one node past the maximum) are bad input."""
+def _options(options: InferOptions | None, fields: Mapping[str, object]) -> InferOptions:
+    if options is not None and not fields:
+        return options
+    given = {**(options.model_dump(exclude_unset=True) if options else {}), **fields}
     try:
-        opts = InferOptions(**{**options, "levers": False})
+        return InferOptions.model_validate(given)
     except ValidationError as exc:
-        raise InputError(validation_message(exc, "Bad option")) from None
-    return _plan(opts)
+        message = validation_message(exc, "Bad option")
+        raise InputError(message, hint="See `rigwise infer --help`.") from None
 
 
-def _replace_levers(plan: InferencePlan, levers: tuple[Any, ...]) -> InferencePlan:
-    from dataclasses import replace
-
-    return replace(plan, levers=levers)
+def _plan_quiet(options: InferOptions) -> InferencePlan:
+    return _plan(options)
 
 
-def _plan(opts: InferOptions) -> InferencePlan:
-    spec = _model(opts.model)
-    cluster = _cluster(opts.on, opts.nodes, opts.network, opts.cluster)
-    engine = opts.engine or default_engine(cluster, opts.concurrency)
-    _check_engine(engine, cluster)
-    quant = _canonical_quant(opts.quant or _default_quant(engine, cluster))
-    kv_dtype = opts.kv_quant or _default_kv(engine, quant)
-    stages = _with_host(_stages(opts, cluster, engine, spec.num_layers), opts.host)
+def _replan(fields: Mapping[str, object]) -> InferencePlan:
+    """Plan from option fields without levers (for ``context="max"``)."""
+    return _plan(_options(None, {**fields, "levers": False}))
+
+
+def _context(
+    opts: InferOptions, spec: ModelSpec, engine: str, stages: tuple[Stage, ...], notes: list[str]
+) -> int:
     context = opts.context or engine_context(
         engine, stages, opts.prompt + opts.gen, spec.max_context
     )
@@ -358,16 +339,27 @@ def _plan(opts: InferOptions) -> InferencePlan:
             f"--context {context} cannot hold the {opts.prompt}-token prompt.",
             hint=f"Use --context {opts.prompt + opts.gen} (prompt + gen) or a shorter --prompt.",
         )
-    notes: list[str] = []
     if context < opts.prompt + opts.gen:
         notes.append("--context is shorter than prompt + gen; the KV cache is sized for --context.")
+    return context
+
+
+def _plan(opts: InferOptions) -> InferencePlan:
+    spec = _model(opts.model)
+    cluster = _cluster(opts.on, opts.nodes, opts.network, opts.cluster)
+    engine = opts.engine or default_engine(cluster, opts.concurrency)
+    _check_engine(engine, cluster)
+    quant = _canonical_quant(opts.quant or _default_quant(engine, cluster))
+    kv_dtype = opts.kv_quant or _default_kv(engine, quant)
+    stages = _with_host(_stages(opts, cluster, engine, spec.num_layers), opts.host)
+    notes: list[str] = []
+    context = _context(opts, spec, engine, stages, notes)
     used = sum(s.tp for s in stages)
     if used < cluster.accelerator_count and opts.dp == 1 and opts.disagg is None:
         notes.append(  # a pipeline has at most one stage per layer
             f"Only {used:,} of the {cluster.accelerator_count:,} devices hold layers "
             f"({spec.num_layers} layers, one pipeline stage per layer at most); the rest idle."
         )
-    cpu_eff = catalog_efficiency(engine, "cpu", quant.lower())
     ctx = Context(
         spec=spec,
         engine=engine,
@@ -375,12 +367,50 @@ def _plan(opts: InferOptions) -> InferencePlan:
         kv_dtype=kv_dtype,
         weights_bytes=spec.weights_bytes(quant),
         overheads=_overheads(engine, stages[0].accelerator),
-        offload_efficiency=cpu_eff,
+        offload_efficiency=catalog_efficiency(engine, "cpu", quant.lower()),
         calibration=opts.calibration,
     )
     for stage in stages:  # validate calibration keys early, once
         efficiency(engine, stage, quant, opts.calibration)
     kv_bytes = spec.kv_cache_bytes(context, kv_dtype)  # one request must fit; more may queue
+    stages, memory = _fitted_memory(opts, stages, ctx, kv_bytes, notes)
+    plan = InferencePlan(
+        model=spec.name,
+        hardware=_hardware_label(opts),
+        engine=engine,
+        quant=quant,
+        kv_quant=kv_dtype,
+        verdict=memory.verdict,
+        reason=memory.reason,
+        layout=_layout(opts, stages),
+        workload=InferenceWorkload(opts.prompt, opts.gen, context, opts.concurrency),
+        memory=memory,
+        prefill=None,
+        decode=None,
+        serving=None,
+        notes=tuple(notes),
+        device_kinds=tuple(s.accelerator.kind for s in stages),
+    )
+    if opts.disagg is not None:
+        return _plan_disagg(opts, cluster, ctx, plan)
+    broken = check_rules(engine, spec, stages, quant)
+    if broken is not None:
+        return replace(plan, verdict=DOES_NOT_FIT, reason=broken.reason, broken_rule=broken.rule)
+    if memory.verdict == DOES_NOT_FIT:
+        return plan
+    return _with_speed(plan, opts, ctx, stages, cluster)
+
+
+def _fitted_memory(
+    opts: InferOptions,
+    stages: tuple[Stage, ...],
+    ctx: Context,
+    kv_bytes: float,
+    notes: list[str],
+) -> tuple[tuple[Stage, ...], MemoryBreakdown]:
+    """Memory per device; with offload (asked for, or the engine's default) and no fit,
+    weights moved to host RAM."""
+    spec, engine = ctx.spec, ctx.engine
     memory = _memory(spec, stages, ctx, kv_bytes, engine)
     offload = opts.offload or ("auto" if auto_offload(engine, stages) else "none")
     if memory.verdict == DOES_NOT_FIT and offload == "auto":
@@ -392,44 +422,39 @@ def _plan(opts: InferOptions) -> InferencePlan:
             )
         elif not any(can_offload(s) for s in stages):
             notes.append("Offload needs --host CPU (the host's RAM size and bandwidth).")
-    hardware = opts.cluster or (
-        f"{opts.nodes} nodes of {opts.on} over {opts.network}" if opts.nodes > 1 else str(opts.on)
+    return stages, memory
+
+
+def _hardware_label(opts: InferOptions) -> str:
+    if opts.cluster:
+        return opts.cluster
+    if opts.nodes > 1:
+        return f"{opts.nodes} nodes of {opts.on} over {opts.network}"
+    return str(opts.on)
+
+
+def _layout(opts: InferOptions, stages: tuple[Stage, ...]) -> InferenceLayout:
+    return InferenceLayout(
+        split=opts.split or ("tensor" if any(s.tp > 1 for s in stages) else "layer"),
+        tp=max(s.tp for s in stages),
+        pp=len(stages),
+        dp=opts.dp,
+        ep=opts.ep,
+        attention_dp=opts.attention_dp,
+        gpus=opts.dp * sum(s.tp for s in stages),
+        stages=tuple(StageShare(s.label, s.layer_fraction) for s in stages),
     )
-    layout = {
-        "split": opts.split or ("tensor" if any(s.tp > 1 for s in stages) else "layer"),
-        "tp": max(s.tp for s in stages),
-        "pp": len(stages),
-        "dp": opts.dp,
-        "ep": opts.ep,
-        "attention_dp": opts.attention_dp,
-        "gpus": opts.dp * sum(s.tp for s in stages),
-        "stages": [{"device": s.label, "layer_fraction": s.layer_fraction} for s in stages],
-    }
-    workload = {
-        "prompt": opts.prompt,
-        "gen": opts.gen,
-        "context": context,
-        "concurrency": opts.concurrency,
-    }
-    base: dict[str, Any] = dict(
-        device_kinds=tuple(s.accelerator.kind for s in stages),
-        model=spec.name,
-        hardware=hardware,
-        engine=engine,
-        quant=quant,
-        kv_quant=kv_dtype,
-        layout=layout,
-        workload=workload,
-    )
-    broken = check_rules(engine, spec, stages, quant)
-    if opts.disagg is not None:
-        return _plan_disagg(opts, cluster, ctx, context, base, notes)
-    if broken is not None or memory.verdict == DOES_NOT_FIT:
-        return InferencePlan(
-            **base, memory=memory, verdict=DOES_NOT_FIT,
-            reason=broken.reason if broken else memory.reason, prefill=None, decode=None,
-            serving=None, notes=tuple(notes), broken_rule=broken.rule if broken else "",
-        )  # fmt: skip
+
+
+def _with_speed(
+    plan: InferencePlan,
+    opts: InferOptions,
+    ctx: Context,
+    stages: tuple[Stage, ...],
+    cluster: Cluster,
+) -> InferencePlan:
+    """Prefill, decode, serving (a running batch and a queue) and the latency check of a plan
+    whose single request fits; the verdict stays the single request's."""
     network = cluster.network
     prefill = prefill_phase(ctx, stages, network, opts.prompt)
     decode = decode_phase(ctx, stages, network, opts.prompt + opts.gen // 2)
@@ -437,39 +462,30 @@ def _plan(opts: InferOptions) -> InferencePlan:
     if opts.power_limit is not None:
         gpus = tuple(s.accelerator for s in stages for _ in range(s.tp))
         prefill, decode, power = capped_inference(gpus, opts.power_limit, prefill, decode)
-    single = memory  # the verdict: one request must fit; the running batch fills the rest
     serving, memory = serve_with_queue(
         ctx,
         stages,
         network,
-        lambda kv: _memory(spec, stages, ctx, kv, engine),
-        (opts.concurrency, opts.prompt, opts.gen, context),
+        lambda kv: _memory(ctx.spec, stages, ctx, kv, ctx.engine),
+        (opts.concurrency, opts.prompt, opts.gen, plan.workload.context),
         prefill,
         opts.max_batch,
         opts.dp,
     )
     latency = _latency(opts.latency_budget, prefill, decode)
-    return InferencePlan(
-        **base,
+    return replace(
+        plan,
         memory=memory,
-        verdict=single.verdict,
-        reason=single.reason,
         prefill=prefill,
         decode=decode,
         serving=serving,
         latency=latency,
         power=power,
-        notes=tuple(notes),
     )
 
 
 def _plan_disagg(
-    opts: InferOptions,
-    cluster: Cluster,
-    ctx: Context,
-    context: int,
-    base: dict[str, Any],
-    notes: list[str],
+    opts: InferOptions, cluster: Cluster, ctx: Context, plan: InferencePlan
 ) -> InferencePlan:
     """Disaggregated prefill/decode pools (estimate.serving_disagg) on the same cluster."""
     from rigwise.estimate.serving_disagg import parse_roles, plan_disagg
@@ -508,20 +524,18 @@ def _plan_disagg(
             lambda stages, kv: _memory(ctx.spec, stages, ctx, kv, ctx.engine),
             lambda stages: prefill_phase(ctx, stages, cluster.network, opts.prompt),
             (cluster.network, between),
-            (opts.concurrency, opts.prompt, opts.gen, context),
+            (opts.concurrency, opts.prompt, opts.gen, plan.workload.context),
         )
     except _RuleBroken as exc:
-        return InferencePlan(
-            **{**base, "memory": _memory(ctx.spec, (), ctx, 0.0, ctx.engine)},
-            verdict=DOES_NOT_FIT, reason=exc.args[1], prefill=None, decode=None, serving=None,
-            notes=tuple(notes), broken_rule=exc.args[0],
+        return replace(
+            plan, memory=_memory(ctx.spec, (), ctx, 0.0, ctx.engine), verdict=DOES_NOT_FIT,
+            reason=exc.args[1], broken_rule=exc.args[0],
         )  # fmt: skip
-    layout = {**base["layout"], "disagg": {"prefill": vars(roles[0]), "decode": vars(roles[1])}}
+    layout = replace(plan.layout, disagg=DisaggLayout(prefill=roles[0], decode=roles[1]))
     verdict = found.memory.verdict if found.serving is not None else DOES_NOT_FIT
-    return InferencePlan(
-        **{**base, "layout": layout}, memory=found.memory, verdict=verdict,
-        reason=found.reason, prefill=found.prefill, decode=None, serving=found.serving,
-        notes=tuple(notes),
+    return replace(
+        plan, layout=layout, memory=found.memory, verdict=verdict, reason=found.reason,
+        prefill=found.prefill, serving=found.serving,
     )  # fmt: skip
 
 
@@ -529,14 +543,14 @@ class _RuleBroken(Exception):
     """An engine rule broken by one pool's layout (a result, carried out of the callback)."""
 
 
-def _latency(budget: str | None, prefill: Phase, decode: Phase) -> dict[str, Any] | None:
+def _latency(budget: str | None, prefill: Phase, decode: Phase) -> LatencyCheck | None:
     if budget is None:
         return None
     seconds = parse_seconds(budget)
-    return {
-        "budget_s": seconds,
-        "ttft_s": prefill.seconds,
-        "seconds_per_token": decode.seconds,
-        "ttft_meets_budget": prefill.seconds <= seconds,
-        "token_meets_budget": decode.seconds <= seconds,
-    }
+    return LatencyCheck(
+        budget_s=seconds,
+        ttft_s=prefill.seconds,
+        seconds_per_token=decode.seconds,
+        ttft_meets_budget=prefill.seconds <= seconds,
+        token_meets_budget=decode.seconds <= seconds,
+    )

@@ -1,16 +1,9 @@
-"""``plan_training(**options) -> TrainingPlan``: the training planner's public entry point.
+"""``plan_training(options) -> TrainingPlan``: the training planner's public entry point.
 
-Options are the long option names of ``rigwise train`` with ``_`` for ``-`` (``model``, ``on``,
-``nodes``, ``network``, ``cluster``, ``method``, ``precision``, ``optimizer``, ``seq``,
-``global_batch``, ``micro_batch``, ``tokens``, ``steps``, ``epochs``, ``dataset_tokens``,
-``tp``, ``pp``, ``dp``, ``cp``, ``ep``, ``vpp``, ``sequence_parallel``, ``zero``,
-``recompute``, ``offload``, ``lora_rank``, ``flash_attention``, ``compile``,
-``float8_scaling``, ``async_tp``, ``tp_comm_overlap``, ``dropout``, ``overlap_grad_reduce``,
-``framework``, ``pure_bf16``, ``optimizer_in_backward``, ``activation_offload``,
-``chunked_loss``, ``paged_optimizer``, ``lora_targets``, ``selective_policy``, ``search``,
-``top``, ``objective``, ``allow_fewer_gpus``, ``goodput``, ``price``, ``power_limit``,
-``calibration``; ``seq="max"`` finds the longest sequence that fits),
-validated by pydantic; used by the CLI, ``--queries``, the web UI and the build designer.
+The options are one typed, frozen ``TrainOptions`` (each field documented where it is
+declared; adding an option is one field and its docstring line), validated by pydantic at this
+edge and shared by the CLI, ``--queries``, the web API, the grid's jobs and the build designer.
+``seq="max"`` finds the longest sequence that fits.
 """
 
 from __future__ import annotations
@@ -24,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from rigwise.api._lookup import cached_cluster, cached_model
 from rigwise.errors import InputError, validation_message
 from rigwise.estimate.compute import TrainingFactors, training_factors
-from rigwise.estimate.training import TrainingPlan, evaluate, plan_from
+from rigwise.estimate.training import evaluate, plan_from
 from rigwise.estimate.training_layout import (
     Geometry,
     Layout,
@@ -36,44 +29,80 @@ from rigwise.estimate.training_presets import framework_settings
 from rigwise.estimate.training_step import Fabric
 from rigwise.hardware import Cluster
 from rigwise.models import ModelSpec
-from rigwise.search import OBJECTIVES, SEQ_STEP, longest_fitting, prune_rules, search_layouts
+from rigwise.plans import SearchStats, TrainingPlan
+from rigwise.search import (
+    OBJECTIVES,
+    SEQ_STEP,
+    SearchResult,
+    longest_fitting,
+    prune_rules,
+    search_layouts,
+)
 from rigwise.units import parse_count
 
 _LAYOUT_FLAGS = ("tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch", "zero", "recompute")
 
 
 class TrainOptions(BaseModel):
-    """The options of ``rigwise train``; unknown keys are an error naming the key."""
+    """The options of ``rigwise train`` (long option names with ``_``); unknown keys are an
+    error naming the key. Counts accept '2T'-style strings."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     model: str
+    """Catalog name or HF config.json."""
     on: str | None = None
+    """One node: 'rtx-4090', '8x h100-sxm', 'dgx-h100'."""
     nodes: int = Field(1, ge=1, le=1_000_000)
+    """Number of such nodes (with ``network``)."""
     network: str | None = None
+    """Link between nodes: infiniband-ndr, roce-400g, 100gbe ..."""
     cluster: str | None = None
+    """Cluster YAML file (identical accelerators) instead of ``on``."""
     method: Literal["pretrain", "full", "lora", "qlora"] = "pretrain"
+    """What is trained: pretraining, full fine-tune, LoRA or QLoRA."""
     framework: str | None = None
+    """Framework preset (torchtune, unsloth, deepspeed ...): its defaults fill options not given."""
     precision: Literal["bf16", "fp16", "fp8"] = "bf16"
+    """Compute precision of the matmuls."""
     optimizer: Literal["adamw", "adamw-8bit", "sgd", "adafactor"] = "adamw"
+    """Optimizer (sets the optimizer state per parameter)."""
     seq: int | Literal["max"] = Field(2048)
+    """Sequence length in tokens, or 'max' (the longest that fits)."""
     global_batch: int | None = Field(None, ge=1)
+    """Sequences per optimizer step (default: one micro-batch per data-parallel rank)."""
     micro_batch: int | None = Field(None, ge=1)
+    """Sequences per GPU per forward/backward pass."""
     tokens: float | None = Field(None, gt=0)
+    """Tokens to train on (for time, GPU-hours, energy and cost)."""
     steps: int | None = Field(None, ge=1)
+    """Optimizer steps to train (instead of ``tokens``)."""
     epochs: float | None = Field(None, gt=0)
+    """Epochs over ``dataset_tokens`` (instead of ``tokens``)."""
     dataset_tokens: float | None = Field(None, gt=0)
+    """Tokens in the dataset (with ``epochs``)."""
     tp: int | None = Field(None, ge=1)
+    """Tensor-parallel size."""
     pp: int | None = Field(None, ge=1)
+    """Pipeline-parallel stages."""
     dp: int | None = Field(None, ge=1)
+    """Data-parallel replicas (default: the GPUs left)."""
     cp: int | None = Field(None, ge=1)
+    """Context-parallel size."""
     ep: int | None = Field(None, ge=1)
+    """Expert-parallel size (MoE models)."""
     vpp: int | None = Field(None, ge=1)
+    """Virtual pipeline stages per rank (interleaved schedule)."""
     sequence_parallel: bool | None = None
+    """Megatron sequence parallelism (default: on with tp > 1)."""
     zero: Literal[0, 1, 2, 3] | None = None
+    """ZeRO / FSDP sharding stage."""
     recompute: Literal["none", "selective", "full"] | None = None
+    """Activation recomputation (default: full for LoRA/QLoRA, else none)."""
     offload: Literal["none", "optimizer", "params"] = "none"
+    """CPU offload of the optimizer state or the parameters."""
     lora_rank: int = Field(16, ge=1)
+    """LoRA rank."""
     lora_targets: tuple[Literal["q", "k", "v", "o", "gate", "up", "down"], ...] = (
         "q",
         "k",
@@ -83,27 +112,49 @@ class TrainOptions(BaseModel):
         "up",
         "down",
     )
+    """Projections LoRA adapts."""
     pure_bf16: bool = False
+    """bf16 weights, gradients and optimizer state without fp32 master weights."""
     optimizer_in_backward: bool = False
+    """Each parameter stepped in its gradient hook (only one gradient alive)."""
     activation_offload: bool = False
+    """Activation checkpoints kept in host memory (Unsloth-style)."""
     chunked_loss: bool = False
-    paged_optimizer: bool | None = None  # default: on for qlora
+    """Chunked cross-entropy (no full logits tensor)."""
+    paged_optimizer: bool | None = None
+    """Optimizer state paged to host memory (default: on for qlora)."""
     selective_policy: Literal["attention", "op"] = "attention"
+    """What selective recomputation recomputes."""
     flash_attention: bool = True
-    compile: bool = True  # fused elementwise kernels (torch.compile, Megatron); False = eager
-    float8_scaling: Literal["tensorwise", "rowwise"] = "tensorwise"  # with precision fp8
-    async_tp: bool = False  # TP collectives overlapped with the matmuls (AsyncTP)
-    tp_comm_overlap: bool = False  # the same overlap as Transformer Engine userbuffers do it
+    """FlashAttention (no materialised attention scores)."""
+    compile: bool = True
+    """Fused elementwise kernels (torch.compile, Megatron); False = eager."""
+    float8_scaling: Literal["tensorwise", "rowwise"] = "tensorwise"
+    """FP8 scaling granularity (with precision fp8)."""
+    async_tp: bool = False
+    """TP collectives overlapped with the matmuls (AsyncTP)."""
+    tp_comm_overlap: bool = False
+    """TP overlap as Transformer Engine userbuffers do it."""
     dropout: bool | None = None
+    """Dropout on (default: the model's own setting)."""
     overlap_grad_reduce: bool = True
+    """Data-parallel gradient reduction overlapped with the backward pass."""
     search: bool = False
+    """Find the best layout (fixed layout options stay fixed)."""
     top: int = Field(1, ge=1, le=100)
+    """With ``search``: how many layouts to return."""
     objective: Literal["time", "cost", "energy"] = "time"
+    """With ``search``: what the best layout minimises."""
     allow_fewer_gpus: bool = False
+    """Let ``objective`` cost/energy leave GPUs idle."""
     goodput: float | None = Field(None, gt=0, le=1)
+    """Share of wall time spent training (default 0.9, Llama 3)."""
     price: float | None = Field(None, ge=0)
+    """USD per GPU-hour (default: the catalog's rental price)."""
     power_limit: float | None = Field(None, gt=0)
+    """GPU power cap in watts."""
     calibration: dict[str, float] | None = None
+    """Measured efficiency factors (``rigwise bench``) replacing the catalog's."""
 
     @field_validator("seq", "global_batch", "steps", mode="before")
     @classmethod
@@ -222,28 +273,41 @@ def _price(opts: TrainOptions, fabric: Fabric) -> float | None:
     return opts.price if opts.price is not None else fabric.accelerator.rental_usd_per_hour
 
 
-def _validated(options: Mapping[str, Any], calibration: Mapping[str, float] | None) -> TrainOptions:
+def _given(options: TrainOptions | None, fields: Mapping[str, object]) -> dict[str, object]:
+    """The options set explicitly: the object's set fields, overridden by keywords."""
+    return {**(options.model_dump(exclude_unset=True) if options else {}), **fields}
+
+
+def _validated(options: Mapping[str, object]) -> TrainOptions:
     unknown = sorted(set(options) - set(TrainOptions.model_fields))
     if unknown:
         from rigwise.errors import closest
 
         hint = f"Did you mean: {', '.join(closest(unknown[0], TrainOptions.model_fields))}?"
         raise InputError(f"Unknown option {unknown[0]!r}.", hint=hint)
+    calibration = options.get("calibration")
+    if isinstance(calibration, Mapping):
+        options = {**options, "calibration": dict(calibration)}
     try:
-        return TrainOptions(**options, calibration=dict(calibration) if calibration else None)
+        return TrainOptions.model_validate(options)
     except ValidationError as exc:
         message = validation_message(exc, "Bad option")
         raise InputError(message, hint="See `rigwise train --help`.") from None
 
 
-def plan_training(**options: Any) -> TrainingPlan:
+def plan_training(options: TrainOptions | None = None, /, **fields: object) -> TrainingPlan:
     """Estimate (or, with ``search=True``, find) a training layout; see docs/train.md.
+
+    Pass a ``TrainOptions``, or its fields as keywords (``model="llama-3.1-8b",
+    on="8x h100-sxm"``), or both (keywords override); every field is documented on
+    ``TrainOptions``. Bad input raises ``InputError`` naming the value; a layout that does
+    not fit is a plan with ``fits=False`` and its reason.
 
     With ``framework`` the framework's defaults (``catalog/data/training_frameworks.yaml``)
     fill every option not given explicitly. When the default layout does not fit and some
     layout flags are free, the layout is searched instead (a note says so)."""
-    calibration: Mapping[str, float] | None = options.pop("calibration", None)
-    opts = _validated(options, calibration)
+    given = _given(options, fields)
+    opts = options if options is not None and not fields else _validated(given)
     spec = _model(opts.model)
     cluster = _cluster(opts.on, opts.nodes, opts.network, opts.cluster)
     fabric = fabric_of(cluster, opts.power_limit)
@@ -251,8 +315,8 @@ def plan_training(**options: Any) -> TrainingPlan:
     notes: tuple[str, ...] = ()
     if opts.framework:
         preset = framework_settings(opts.framework, opts.method, gpus)
-        opts = _validated({**preset, **options}, calibration)
-        applied = ", ".join(f"{k}={v}" for k, v in preset.items() if k not in options)
+        opts = _validated({**preset, **given})
+        applied = ", ".join(f"{k}={v}" for k, v in preset.items() if k not in given)
         notes = (f"{opts.framework} defaults: {applied or 'none needed'}",)
     factors = training_factors(fabric.accelerator.id, opts.calibration)
     geo = geometry(spec)
@@ -279,7 +343,7 @@ def _plan(
     if plan.fits or not free or plan.memory_per_gpu is None:
         return plan
     found = _searched(opts, spec, geo, work, fabric, factors, gpus)
-    tried = (found.search or {}).get("generated", 0)
+    tried = found.search.generated if found.search else 0
     if not found.fits:
         reason = f"{plan.reason}; a search of {tried} layouts over {', '.join(free)} found none"
         return replace(plan, reason=reason, search=found.search)
@@ -387,7 +451,7 @@ def _searched(
     if result.evaluation is None or result.feasible == 0:
         counts = ", ".join(f"{n} {reason}" for reason, n in result.pruned.items())
         plan = _infeasible(spec, fabric, gpus, None, f"no layout of {gpus} GPUs works: {counts}")
-        return _with_search(plan, result.to_dict(), ())
+        return replace(plan, search=_stats(result))
     price = _price(opts, fabric)
     plans = [
         plan_from(
@@ -402,13 +466,20 @@ def _searched(
         )
         for i in result.order[: opts.top]
     ]
-    return _with_search(plans[0], result.to_dict(), tuple(plans[1:]))
+    return replace(plans[0], search=_stats(result), alternatives=tuple(plans[1:]))
 
 
-def _with_search(
-    plan: TrainingPlan, stats: Mapping[str, Any], alternatives: tuple[TrainingPlan, ...]
-) -> TrainingPlan:
-    return replace(plan, search=stats, alternatives=alternatives)
+def _stats(result: SearchResult) -> SearchStats:
+    seconds = result.seconds
+    return SearchStats(
+        objective=result.objective,
+        generated=result.generated,
+        evaluated=result.evaluated,
+        feasible=result.feasible,
+        pruned=dict(result.pruned),
+        seconds=seconds,
+        layouts_per_s=result.generated / seconds if seconds > 0 else None,
+    )
 
 
 __all__ = ["OBJECTIVES", "TrainOptions", "TrainingPlan", "fabric_of", "plan_training"]

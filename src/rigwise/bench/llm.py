@@ -103,6 +103,13 @@ def run(device: Device, quick: bool, model_name: str | None, finetune: bool) -> 
     if spec is None:
         outcome.skip(f"llm@{device.name}", f"cannot load model {name!r}: {why}")
         return outcome
+    if ta.load_torch()[0] is None:
+        outcome.skip(
+            f"llm@{device.name}",
+            "the LLM benchmark needs PyTorch: pip install 'rigwise[torch]' (or torch), then run "
+            "`rigwise bench --only llm` to add it",
+        )
+        return outcome
     dtype = "fp32" if device.name == "cpu" else "bf16"
     bytes_per_param = 4 if dtype == "fp32" else 2
     free = None if device.name == "cpu" else ta.free_device_memory(device.name)

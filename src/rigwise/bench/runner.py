@@ -16,9 +16,10 @@ from rigwise.bench import tasks
 from rigwise.bench.result import BenchReport, Measurement, Skipped
 from rigwise.bench.screen import screen
 from rigwise.bench.tasks import Device, Outcome
-from rigwise.errors import InputError
+from rigwise.errors import InputError, ProbeError
 from rigwise.probe import FakeBackend, HardwareBackend, default_backend, probe
 from rigwise.probe.report import GpuInfo, ProbeReport
+from rigwise.units import GiB
 
 GROUPS = ("matmul", "memory", "transfer", "disk", "llm", "finetune", "external")
 
@@ -169,7 +170,7 @@ def derive_factors(
 
 def platform_line(report: ProbeReport, cpu: Device, gpus: Sequence[Device]) -> str:
     """How the machine was identified: the catalog rows its figures are fractions of."""
-    memory_gib = report.memory.total_bytes / 2**30
+    memory_gib = report.memory.total_bytes / GiB
     what = f"{report.cpu.model!r} ({report.cpu.threads} threads, {memory_gib:.0f} GiB)"
     if cpu.accelerator is None:
         line = (
@@ -233,6 +234,8 @@ def run_bench(
                 # CUDA out-of-memory and driver errors are RuntimeErrors; a full disk is an
                 # OSError. One failing group must not lose the others' measurements.
                 outcome = Outcome(skipped=[Skipped(label, f"failed: {exc}")])
+            except ProbeError as exc:  # a missing optional package (torch): say how to add it
+                outcome = Outcome(skipped=[Skipped(label, str(exc))])
             measurements += outcome.measurements
             skipped += outcome.skipped
             bar.advance(task)

@@ -29,6 +29,19 @@ def load_torch() -> tuple[Any | None, str | None]:
     return torch, None
 
 
+def require_torch() -> Any:
+    """PyTorch, or a ProbeError that says how to install it (never a bare assert)."""
+    torch, reason = load_torch()
+    if torch is None:
+        from rigwise.errors import ProbeError
+
+        raise ProbeError(
+            f"This benchmark needs PyTorch: {reason}.",
+            hint="pip install 'rigwise[torch]' (or pip install torch), then run it again.",
+        )
+    return torch
+
+
 def cuda_devices() -> list[str]:
     return [name for name, _label, _address in cuda_device_addresses()]
 
@@ -93,8 +106,7 @@ def supports(device: str, dtype: str) -> bool:
 
 def matmul_flops(device: str, dtype: str, n: int, repeats: int = 10, inner: int = 1) -> float:
     """FLOP/s of an n x n x n product (2 n^3 operations) on ``device``."""
-    torch, _ = load_torch()
-    assert torch is not None
+    torch = require_torch()
     previous_tf32 = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
     if dtype == "fp8":
@@ -120,8 +132,7 @@ def matmul_flops(device: str, dtype: str, n: int, repeats: int = 10, inner: int 
 
 def device_copy_bandwidth(device: str, size_bytes: int, repeats: int = 10, inner: int = 1) -> float:
     """Bytes/s of a device-to-device copy, counting the read and the write (2 x size)."""
-    torch, _ = load_torch()
-    assert torch is not None
+    torch = require_torch()
     source = torch.empty(size_bytes, dtype=torch.uint8, device=device)
     target = torch.empty_like(source)
     seconds = _best(torch, device, lambda: target.copy_(source), repeats, inner)
@@ -132,8 +143,7 @@ def host_transfer_bandwidth(
     device: str, size_bytes: int, to_device: bool, repeats: int = 5
 ) -> float:
     """Bytes/s of a pinned host <-> device copy in one direction."""
-    torch, _ = load_torch()
-    assert torch is not None
+    torch = require_torch()
     host = torch.empty(size_bytes, dtype=torch.uint8, pin_memory=True)
     gpu = torch.empty(size_bytes, dtype=torch.uint8, device=device)
     source, target = (host, gpu) if to_device else (gpu, host)
@@ -143,8 +153,7 @@ def host_transfer_bandwidth(
 
 
 def peer_bandwidth(source: str, target: str, size_bytes: int, repeats: int = 5) -> float:
-    torch, _ = load_torch()
-    assert torch is not None
+    torch = require_torch()
     a = torch.empty(size_bytes, dtype=torch.uint8, device=source)
     b = torch.empty(size_bytes, dtype=torch.uint8, device=target)
 
@@ -159,8 +168,7 @@ def peer_bandwidth(source: str, target: str, size_bytes: int, repeats: int = 5) 
 def allreduce_bus_bandwidth(devices: list[str], size_bytes: int, repeats: int = 5) -> float:
     """NCCL all-reduce across local GPUs in one process, as nccl-tests' "bus bandwidth":
     size / time x 2 (n - 1) / n (NVIDIA/nccl-tests doc/PERFORMANCE.md)."""
-    torch, _ = load_torch()
-    assert torch is not None
+    torch = require_torch()
     import torch.cuda.nccl as nccl
 
     tensors = [torch.ones(size_bytes // 2, dtype=torch.bfloat16, device=d) for d in devices]
@@ -323,8 +331,7 @@ class LlmResult:
 
 def llm_inference(shape: LlamaShape, device: str, dtype: str, prompt: int, gen: int) -> LlmResult:
     """Prefill ``prompt`` tokens, then decode ``gen`` tokens greedily at batch 1."""
-    torch, _ = load_torch()
-    assert torch is not None
+    torch = require_torch()
     torch_dtype = getattr(torch, TORCH_DTYPES[dtype])
     memory = _PeakMemory(torch, device)
     memory.start()
@@ -392,8 +399,7 @@ def finetune_step(
     shape: LlamaShape, device: str, dtype: str, batch: int, seq: int
 ) -> FinetuneResult:
     """Time of one full fine-tuning step (forward, backward, AdamW), after one warm-up step."""
-    torch, _ = load_torch()
-    assert torch is not None
+    torch = require_torch()
     torch_dtype = getattr(torch, TORCH_DTYPES[dtype])
     memory = _PeakMemory(torch, device)
     memory.start()
@@ -422,7 +428,6 @@ def finetune_step(
 
 
 def free_device_memory(device: str) -> float:
-    torch, _ = load_torch()
-    assert torch is not None
+    torch = require_torch()
     free, _total = torch.cuda.mem_get_info(device)
     return float(free)

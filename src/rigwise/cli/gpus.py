@@ -180,6 +180,8 @@ def select(
     floor = parse_bytes(min_memory) if min_memory else 0.0
     wanted_vendors = {v.lower() for v in vendors}
     wanted_kinds = {k.lower() for k in kinds} or {"gpu", "unified", "tpu", "npu"}
+    if wanted_vendors and not kinds:  # asked by vendor: every kind of theirs, CPUs and SoCs too
+        wanted_kinds |= {"cpu"}
     return [
         acc
         for acc in accelerators()
@@ -195,7 +197,11 @@ def select(
     "--sort", "sort", type=click.Choice(sorted(SORT_KEYS)), default="bf16", show_default=True
 )
 @click.option("--vendor", multiple=True, help="nvidia, amd, intel, apple, google (repeatable).")
-@click.option("--kind", multiple=True, help="gpu, unified, tpu, npu, cpu (default: all but cpu).")
+@click.option(
+    "--kind",
+    multiple=True,
+    help="gpu, unified, tpu, npu, cpu (default: all but cpu; with --vendor, all).",
+)
 @click.option("--min-memory", default=None, help="e.g. 24GB")
 @click.option("--max-price", type=float, default=None, help="USD; street price, else launch price.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
@@ -244,9 +250,18 @@ def compare(names: tuple[str, ...], as_json: bool, show_source: bool) -> None:
 @click.command("gpu")
 @click.argument("name")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-def gpu(name: str, as_json: bool) -> None:
+@click.option(
+    "--verdict",
+    "with_verdict",
+    is_flag=True,
+    help="Is it a good buy, and for what (chat, serve, finetune, train), with the reasons.",
+)
+def gpu(name: str, as_json: bool, with_verdict: bool) -> None:
     """One accelerator with every field and its sources."""
     resolution = resolve_accelerator(name)
+    if with_verdict:
+        _print_verdict(resolution.accelerator, as_json)
+        return
     if as_json:
         print_json({**device_json(resolution.accelerator), "note": resolution.note or None})
         return
@@ -254,3 +269,22 @@ def gpu(name: str, as_json: bool) -> None:
     if resolution.accelerator.notes:
         click.echo(f"notes: {resolution.accelerator.notes}")
     _print_notes([resolution.note] if resolution.note else [])
+
+
+def _print_verdict(accelerator: Accelerator, as_json: bool) -> None:
+    """Per use: good, caution or bad, with the data rows' reasons (gpu_verdict_rules.csv)."""
+    from rigwise.design.verdict import verdict
+
+    result = verdict(accelerator)
+    if as_json:
+        print_json(result.to_dict())
+        return
+    out = console()
+    colours = {"good": "green", "caution": "yellow", "bad": "red"}
+    out.print(f"[bold]{accelerator.name}[/]: {result.summary()}")
+    for use, reasons in result.reasons.items():
+        tone = result.uses[use]
+        out.print(f"[{colours[tone]}]{use}: {tone}[/]")
+        for reason in reasons:
+            out.print(f"  {reason.severity:7} {reason.reason}")
+            out.print(f"          [dim]source: {reason.source}[/]")

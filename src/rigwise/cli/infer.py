@@ -147,17 +147,17 @@ def _seconds(value: float, bounds: list[float] | None) -> str:
     return format_seconds(value) + ranged
 
 
-def _latency_line(latency: dict[str, Any]) -> str:
+def _latency_line(latency: Any) -> str:
     from rigwise.units import format_seconds
 
     def verdict(ok: bool) -> str:
         return "[green]met[/]" if ok else "[red]missed[/]"
 
     return (
-        f"latency budget {format_seconds(latency['budget_s'])}: first token "
-        f"{format_seconds(latency['ttft_s'])} ({verdict(latency['ttft_meets_budget'])}), "
-        f"per token {format_seconds(latency['seconds_per_token'])} "
-        f"({verdict(latency['token_meets_budget'])})"
+        f"latency budget {format_seconds(latency.budget_s)}: first token "
+        f"{format_seconds(latency.ttft_s)} ({verdict(latency.ttft_meets_budget)}), "
+        f"per token {format_seconds(latency.seconds_per_token)} "
+        f"({verdict(latency.token_meets_budget)})"
     )
 
 
@@ -183,7 +183,9 @@ def render(plan: Any) -> None:
             format_bytes(d.capacity_bytes),
         )  # fmt: skip
     out.print(table)
-    data = plan.to_dict() if plan.prefill and plan.decode else {}
+    from rigwise.serialize import to_jsonable
+
+    data = to_jsonable(plan) if plan.prefill and plan.decode else {}
     if plan.prefill and plan.decode:
         out.print(
             f"prefill {_rate(plan.prefill.tokens_per_s, data['prefill'], 'tokens_per_s')} "

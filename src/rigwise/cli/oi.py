@@ -167,6 +167,19 @@ def init(db: str | None, as_json: bool) -> None:
 @click.option("--period", default="10s", show_default=True, help="Control period.")
 @click.option("--fault", "faults", multiple=True, help="Simulator fault (as in `oi simulate`).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Simulator seed.")
+@click.option(
+    "--hardware",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Drive real devices from a drivers YAML (docs/oi.md) instead of the "
+    "simulator; runs in real time.",
+)
+@click.option(
+    "--metrics-port",
+    type=int,
+    default=None,
+    help="Serve Prometheus metrics of the store on this port while running.",
+)
 @constants_option
 @json_option
 def run(
@@ -175,21 +188,39 @@ def run(
     period: str,
     faults: tuple[str, ...],
     seed: int,
+    hardware: str | None,
+    metrics_port: int | None,
     constants: str | None,
     as_json: bool,
 ) -> None:
     """Run the controller (resuming from the store's event log after a restart)."""
     from rigwise.oi.constants import load_constants
     from rigwise.oi.faults import parse_fault
-    from rigwise.oi.runner import run_sim
+    from rigwise.oi.runner import run_hardware, run_sim
 
     store = _store(db)
     c = load_constants(constants)
     duration_s, period_s = _seconds(duration, "--duration"), _seconds(period, "--period")
     if not 1.0 <= period_s <= 3600.0 or duration_s <= 0 or duration_s > 366 * 86400:
         fail("--period must be 1s..1h and --duration 0..366d.")
-    specs = tuple(parse_fault(f) for f in faults)
-    summary = run_sim(store, c, duration_s=duration_s, period_s=period_s, faults=specs, seed=seed)
+    if hardware and faults:
+        fail("--fault injects faults into the simulator; leave it out with --hardware.")
+    endpoint = None
+    if metrics_port is not None:
+        from rigwise.oi.metrics import serve
+
+        endpoint = serve(store.path, metrics_port)
+    try:
+        if hardware:
+            summary = run_hardware(store, c, hardware, duration_s=duration_s, period_s=period_s)
+        else:
+            specs = tuple(parse_fault(f) for f in faults)
+            summary = run_sim(
+                store, c, duration_s=duration_s, period_s=period_s, faults=specs, seed=seed
+            )
+    finally:
+        if endpoint is not None:
+            endpoint.stop()
     if as_json:
         print_json(summary)
     else:
@@ -333,3 +364,88 @@ def calibrate_pump(
             f"{cal.calibration_id}: {pump} {cal.flow_ml_per_s * 60:.4f} mL/min, "
             f"offset {cal.offset_ml:.4f} mL ({len(cal.runs)} runs)"
         )
+
+
+@oi.group()
+def experiments() -> None:
+    """The experiment queue (Neuroplatform-like): submit, list, cancel, results."""
+
+
+def _now(store: Any) -> float:
+    last = store.last_event()
+    return 0.0 if last is None else float(last.t_s)
+
+
+@experiments.command("submit")
+@click.argument("file", type=click.Path(dir_okay=False))
+@db_option
+@constants_option
+@json_option
+def experiments_submit(file: str, db: str | None, constants: str | None, as_json: bool) -> None:
+    """Queue the experiment in FILE (YAML; see docs/oi.md). `oi run` admits and runs it."""
+    from rigwise.oi.constants import load_constants
+    from rigwise.oi.experiments import get, submit
+
+    path = Path(file)
+    if not path.is_file():
+        fail(f"Experiment file {file!r} not found. Give the path of a YAML file.")
+    store = _store(db)
+    exp_id = submit(store, load_constants(constants), path.read_text(), _now(store))
+    exp = get(store, exp_id)
+    if as_json:
+        print_json(exp)
+    else:
+        click.echo(f"{exp_id} queued ({exp['spec']['name']})")
+
+
+@experiments.command("list")
+@db_option
+@json_option
+def experiments_list(db: str | None, as_json: bool) -> None:
+    """Experiments with their state and the reason of the last refusal."""
+    from rigwise.oi.experiments import listing
+
+    rows = listing(_existing_store(db))
+    if as_json:
+        print_json(rows)
+        return
+    for r in rows:
+        click.echo(f"{r['id']:<20} {r['state']:<10} {r['spec']['name']:<24} {r['reason']}")
+    if not rows:
+        click.echo("no experiments")
+
+
+@experiments.command("cancel")
+@click.argument("exp_id")
+@db_option
+@json_option
+def experiments_cancel(exp_id: str, db: str | None, as_json: bool) -> None:
+    """Cancel a queued or admitted experiment (its lease is released)."""
+    from rigwise.oi.experiments import cancel
+
+    store = _existing_store(db)
+    exp = cancel(store, exp_id, _now(store))
+    if as_json:
+        print_json(exp)
+    else:
+        click.echo(f"{exp_id} cancelled")
+
+
+@experiments.command("results")
+@click.argument("exp_id")
+@db_option
+@json_option
+def experiments_results(exp_id: str, db: str | None, as_json: bool) -> None:
+    """Spike counts per recording window, the environment series and the provenance."""
+    from rigwise.oi.experiments import get
+
+    exp = get(_existing_store(db), exp_id)
+    if as_json:
+        print_json(exp)
+        return
+    click.echo(f"{exp_id}: {exp['state']} {exp['reason']}")
+    for w in (exp["result"] or {}).get("windows", []):
+        total = sum(w["spike_counts"].values())
+        click.echo(f"  window {w['start_s']:g}-{w['end_s']:g} s: {total} spikes")
+    if exp["state"] != "completed":
+        raise SystemExit(EXIT_INFEASIBLE)

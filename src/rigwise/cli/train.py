@@ -217,7 +217,9 @@ def _render(plan: Any) -> None:
     from rigwise.units import format_bytes, format_count, format_seconds
 
     echo = click.echo
-    data = plan.to_dict()
+    from rigwise.serialize import to_jsonable
+
+    data = to_jsonable(plan)
     echo(f"{plan.model} on {plan.gpus}x {plan.accelerator}")
     if plan.layout is not None:
         lay = plan.layout
@@ -229,23 +231,26 @@ def _render(plan: Any) -> None:
     if not plan.fits:
         echo(f"does not fit: {plan.reason}")
     if plan.memory_per_gpu is not None:
-        mem = plan.memory_per_gpu.to_dict()
-        parts = ", ".join(
-            f"{k.removesuffix('_bytes')} {format_bytes(v)}"
-            for k, v in mem.items()
-            if k not in ("total_bytes", "capacity_bytes")
+        mem = plan.memory_per_gpu
+        named = (
+            ("weights", mem.weights_bytes),
+            ("gradients", mem.gradients_bytes),
+            ("optimizer", mem.optimizer_bytes),
+            ("activations", mem.activations_bytes),
+            ("other", mem.other_bytes),
         )
+        parts = ", ".join(f"{k} {format_bytes(v)}" for k, v in named)
         ranged = _range((data["memory_per_gpu"] or {}).get("total_bytes_interval"), format_bytes)
         echo(
-            f"memory per GPU: {format_bytes(mem['total_bytes'])}{ranged} of "
-            f"{format_bytes(mem['capacity_bytes'])} ({parts})"
+            f"memory per GPU: {format_bytes(mem.total_bytes)}{ranged} of "
+            f"{format_bytes(mem.capacity_bytes)} ({parts})"
         )
     if plan.step is not None:
-        step = plan.step.to_dict()
-        busy = sorted(((v, k) for k, v in step.items() if k.endswith("_s") and v > 0), reverse=True)
+        step = plan.step
+        busy = sorted(((v, k) for k, v in step.parts.items() if v > 0), reverse=True)
         ranged = _range((data["step"] or {}).get("seconds_interval"), format_seconds)
         echo(
-            f"step: {format_seconds(step['seconds'])}{ranged} = "
+            f"step: {format_seconds(step.seconds)}{ranged} = "
             + " + ".join(f"{k.removesuffix('_s')} {format_seconds(v)}" for v, k in busy)
         )
         ranged = _range(data.get("tokens_per_s_interval"), format_count)
@@ -265,10 +270,10 @@ def _render(plan: Any) -> None:
         )
     if plan.search is not None:
         s = plan.search
-        pruned = ", ".join(f"{n} {reason}" for reason, n in s["pruned"].items())
+        pruned = ", ".join(f"{n} {reason}" for reason, n in s.pruned.items())
         echo(
-            f"search: {s['generated']} layouts in {s['seconds'] * 1e3:.0f} ms, "
-            f"{s['feasible']} feasible; pruned: {pruned}"
+            f"search: {s.generated} layouts in {s.seconds * 1e3:.0f} ms, "
+            f"{s.feasible} feasible; pruned: {pruned}"
         )
     for rank, alt in enumerate(plan.alternatives, start=2):
         lay = alt.layout

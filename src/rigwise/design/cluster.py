@@ -1,8 +1,9 @@
 """Rigs as planner hardware: ``rig_to_cluster(rig) -> rigwise.hardware.Cluster``.
 
 ``rigwise infer/train --rig RIG.yaml`` plan on the described machine through this function: the
-rig's GPUs become one Node (the intra-node link is NVLink when every GPU pair is bridged, else
-the PCIe link of the narrowest generation in use), with the rig's RAM as host memory.
+rig's GPUs become one Node, one per GPU model when the rig mixes models (the intra-node link is
+NVLink when every GPU pair is bridged, else the PCIe link of the narrowest generation in
+use), with the rig's RAM as host memory.
 """
 
 from __future__ import annotations
@@ -45,16 +46,13 @@ def intra_link_name(rig: Rig) -> str | None:
 
 
 def rig_to_cluster(rig: Rig, link_lookup: LinkLookup | None = None) -> Cluster:
-    """One Node with the rig's GPUs; mixed GPU models are refused with a clear error."""
+    """One Node with the rig's GPUs; a rig that mixes GPU models becomes one node per model
+    joined by the rig's slowest PCIe link (a mixed rig: layers split by memory)."""
     if not rig.gpus:
         raise InputError(f"Rig {rig.name!r} has no GPUs to plan on.", hint="Add a 'gpus:' list.")
-    ids = {g.accelerator.id for g in rig.gpus}
-    if len(ids) > 1:
-        raise InputError(
-            f"Rig {rig.name!r} mixes GPU models ({', '.join(sorted(ids))}).",
-            hint="Plan each model separately; mixed-GPU planning is not supported.",
-        )
     lookup = link_lookup or _default_link_lookup
+    if len(_models(rig)) > 1:
+        return _mixed(rig, lookup)
     name = intra_link_name(rig)
     intra = None
     if name is not None:
@@ -72,6 +70,31 @@ def rig_to_cluster(rig: Rig, link_lookup: LinkLookup | None = None) -> Cluster:
     return Cluster(nodes=(node,), network=None)
 
 
+def _models(rig: Rig) -> dict[str, int]:
+    """GPU model id -> count, in the rig's order."""
+    counts: dict[str, int] = {}
+    for gpu in rig.gpus:
+        counts[gpu.accelerator.id] = counts.get(gpu.accelerator.id, 0) + 1
+    return counts
+
+
+def _mixed(rig: Rig, lookup: LinkLookup) -> Cluster:
+    name = intra_link_name(rig)
+    link = lookup(name) if name and name.startswith("pcie") else None
+    by_id = {g.accelerator.id: g.accelerator for g in rig.gpus}
+    nodes = tuple(
+        Node(
+            accelerator=by_id[device],
+            count=count,
+            intra_link=link if count > 1 else None,
+            host_memory_bytes=rig.ram_bytes,
+            name=f"{rig.name}: {device}",
+        )
+        for device, count in _models(rig).items()
+    )
+    return Cluster(nodes=nodes, network=link)
+
+
 def load_rig_cluster(path: str) -> Cluster:
     """``rigwise infer/train --rig RIG.yaml``: the rig file at ``path`` as planner hardware."""
     from rigwise.design.rigfile import load_rig
@@ -82,6 +105,11 @@ def load_rig_cluster(path: str) -> Cluster:
 def rig_on_text(path: str) -> str:
     """The rig at ``path`` as the planners' ``--on`` text: '<N>x <gpu>+<intra link>'."""
     cluster = load_rig_cluster(path)
+    if len(cluster.nodes) > 1:  # a mixed rig: 'Nx gpu+gpu+...' (hardware.nodes.mixed_rig)
+        return "+".join(
+            f"{n.count}x {n.accelerator.id}" if n.count > 1 else n.accelerator.id
+            for n in cluster.nodes
+        )
     node = cluster.nodes[0]
     link = f"+{node.intra_link.id}" if node.intra_link is not None and node.count > 1 else ""
     return f"{node.count}x {node.accelerator.id}{link}"

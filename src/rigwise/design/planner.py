@@ -56,8 +56,9 @@ def _get(obj: Any, *path: str) -> Any:
 
 def _as_data(plan: Any) -> Any:
     """The plan's JSON (with its ranges) when it has one; fakes in tests may be plain dicts."""
-    to_dict = getattr(plan, "to_dict", None)
-    return to_dict() if callable(to_dict) else plan
+    from rigwise.serialize import to_jsonable
+
+    return to_jsonable(plan)
 
 
 def _infer(options: dict[str, Any], plan_inference: Callable[..., Any]) -> Estimate:

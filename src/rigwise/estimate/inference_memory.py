@@ -19,9 +19,9 @@ from rigwise.catalog.loader import read_csv
 from rigwise.errors import CatalogError, InputError
 from rigwise.hardware import Accelerator, Cluster, Link, Node
 from rigwise.models import ModelSpec
+from rigwise.plans import DOES_NOT_FIT, FITS, TIGHT
 from rigwise.units import GB, GiB
 
-FITS, TIGHT, DOES_NOT_FIT = "fits", "tight", "does not fit"
 # llama.cpp keeps logits for the whole micro-batch in fp32 (n_ubatch x n_vocab x 4 B; ikawrakow/
 # ik_llama.cpp PR #1560) plus a few fp32 hidden-state buffers per token (ggml graph allocator).
 _FP32_BYTES = 4
@@ -57,15 +57,18 @@ class EngineOverheads:
     source: str
 
 
-def _specificity(row: dict[str, str], keys: dict[str, str]) -> int | None:
-    """How specifically a data row matches (higher wins); None if it does not match."""
-    score = 0
+def _specificity(row: dict[str, str], keys: dict[str, str]) -> tuple[int, int] | None:
+    """How specifically a data row matches (higher wins); None if it does not match. Ties on
+    the column weights go to the longer literal match (``nvidia-hbm`` beats ``nvidia-*``)."""
+    score = literal = 0
     for weight, (column, value) in zip((4, 2, 1), keys.items(), strict=False):
         patterns = [p.strip() for p in row[column].split(";") if p.strip()] or ["*"]
-        if not any(fnmatch.fnmatchcase(value, p) for p in patterns):
+        matching = [p for p in patterns if fnmatch.fnmatchcase(value, p)]
+        if not matching:
             return None
         score += 0 if patterns == ["*"] else weight
-    return score
+        literal += max(len(p.replace("*", "").replace("?", "")) for p in matching)
+    return score, literal
 
 
 def best_row(file: str, **keys: str) -> dict[str, str]:

@@ -1,25 +1,28 @@
 """Training and fine-tuning estimates: memory per GPU, step time, throughput, time, energy, cost.
 
-``evaluate`` scores arrays of layouts (used by ``rigwise.search``); ``plan_layout`` scores one
-layout and returns a ``TrainingPlan`` breakdown with the documented JSON (docs/train.md).
+``evaluate`` scores arrays of layouts (used by ``rigwise.search``); ``plan_from`` turns one
+row into a ``TrainingPlan`` (rigwise.plans) with the documented JSON (docs/train.md).
 MFU follows PaLM (Chowdhery et al. 2022, App. B): 6N + 12 L H Q T FLOPs per token, without
 recompute; HFU counts what the hardware executes, recompute included.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 
 from rigwise.estimate.compute import TrainingFactors
 from rigwise.estimate.plan_intervals import add_training_intervals
 from rigwise.estimate.plausibility import plausibility_notes
-from rigwise.estimate.training_layout import Geometry, Layout, LayoutArrays, Workload
+from rigwise.estimate.training_layout import Geometry, LayoutArrays, Workload
 from rigwise.estimate.training_memory import MemoryArrays, memory_per_gpu
 from rigwise.estimate.training_step import STEP_PARTS, Fabric, StepArrays, estimate_step
+from rigwise.plans import StepBreakdown, TrainingMemory, TrainingPlan
+from rigwise.serialize import register_json_finish
+
+# P10-P90 ranges beside the numbers in the plan's JSON: estimate/plan_intervals.py
+register_json_finish(TrainingPlan, add_training_intervals)
 
 MEMORY_KEYS = ("weights_bytes", "gradients_bytes", "optimizer_bytes", "activations_bytes")
 
@@ -89,107 +92,6 @@ def evaluate(
     )
 
 
-@dataclass(frozen=True)
-class MemoryBreakdown:
-    weights_bytes: float
-    gradients_bytes: float
-    optimizer_bytes: float
-    activations_bytes: float
-    other_bytes: float
-    capacity_bytes: float
-
-    @property
-    def total_bytes(self) -> float:
-        return (
-            self.weights_bytes
-            + self.gradients_bytes
-            + self.optimizer_bytes
-            + self.activations_bytes
-            + self.other_bytes
-        )
-
-    def to_dict(self) -> dict[str, float]:
-        return {
-            "weights_bytes": self.weights_bytes,
-            "gradients_bytes": self.gradients_bytes,
-            "optimizer_bytes": self.optimizer_bytes,
-            "activations_bytes": self.activations_bytes,
-            "other_bytes": self.other_bytes,
-            "total_bytes": self.total_bytes,
-            "capacity_bytes": self.capacity_bytes,
-        }
-
-
-@dataclass(frozen=True)
-class StepBreakdown:
-    parts: Mapping[str, float]
-    microbatches: int
-
-    @property
-    def seconds(self) -> float:
-        return float(sum(self.parts.values()))
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"seconds": self.seconds, **dict(self.parts), "microbatches": self.microbatches}
-
-
-@dataclass(frozen=True)
-class TrainingPlan:
-    """One layout's estimate; ``fits=False`` carries the ``reason``."""
-
-    fits: bool
-    reason: str
-    model: str
-    accelerator: str
-    gpus: int
-    layout: Layout | None
-    memory_per_gpu: MemoryBreakdown | None
-    step: StepBreakdown | None
-    tokens_per_s: float = 0.0
-    model_tflops_per_gpu: float = 0.0
-    mfu: float = 0.0
-    hfu: float = 0.0
-    time_to_train_s: float | None = None
-    gpu_hours: float | None = None
-    energy_kwh: float | None = None
-    cost_usd: float | None = None
-    price_usd_per_gpu_hour: float | None = None
-    goodput: float | None = None
-    power_watts_per_gpu: float | None = None
-    alternatives: tuple[TrainingPlan, ...] = ()
-    search: Mapping[str, Any] | None = None
-    notes: tuple[str, ...] = field(default=())
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "fits": self.fits,
-            "reason": self.reason,
-            "model": self.model,
-            "accelerator": self.accelerator,
-            "gpus": self.gpus,
-            "layout": self.layout.to_dict() if self.layout else None,
-            "memory_per_gpu": self.memory_per_gpu.to_dict() if self.memory_per_gpu else None,
-            "step": self.step.to_dict() if self.step else None,
-            "tokens_per_s": self.tokens_per_s,
-            "model_tflops_per_gpu": self.model_tflops_per_gpu,
-            "mfu": self.mfu,
-            "hfu": self.hfu,
-            "time_to_train_s": self.time_to_train_s,
-            "gpu_hours": self.gpu_hours,
-            "energy_kwh": self.energy_kwh,
-            "cost_usd": self.cost_usd,
-            "price_usd_per_gpu_hour": self.price_usd_per_gpu_hour,
-            "goodput": self.goodput,
-            "power_watts_per_gpu": self.power_watts_per_gpu,
-            "notes": list(self.notes),
-        }
-        if self.search is not None:
-            out["search"] = dict(self.search)
-        if self.alternatives:
-            out["alternatives"] = [alt.to_dict() for alt in self.alternatives]
-        return add_training_intervals(out)  # P10-P90 ranges: estimate/plan_intervals.py
-
-
 def plan_from(
     ev: Evaluation,
     i: int,
@@ -202,7 +104,7 @@ def plan_from(
     goodput: float | None = None,
 ) -> TrainingPlan:
     """The ``TrainingPlan`` of row ``i`` of an evaluation (``goodput`` None: the catalog's)."""
-    mem = MemoryBreakdown(
+    mem = TrainingMemory(
         weights_bytes=float(ev.memory.weights[i]),
         gradients_bytes=float(ev.memory.gradients[i]),
         optimizer_bytes=float(ev.memory.optimizer[i]),
@@ -257,7 +159,7 @@ def plan_from(
     )
 
 
-def _no_fit_reason(mem: MemoryBreakdown) -> str:
+def _no_fit_reason(mem: TrainingMemory) -> str:
     gb = 1e9
     return (
         f"needs {mem.total_bytes / gb:.1f} GB per GPU but the device has "

@@ -10,22 +10,11 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from rigwise.catalog import names
+from rigwise.catalog.names import VENDOR_WORDS, normalize
 from rigwise.errors import UnknownNameError, closest
-
-# ``catalog.names.normalize`` in one regex pass instead of one per vendor word: the table indexes
-# thousands of names at start-up (a test checks both agree on every catalog name).
-_VENDOR_WORDS = re.compile(r"\b(?:" + "|".join(names._NOISE_WORDS) + r")\b")
-
-
-@functools.lru_cache(maxsize=8192)
-def normalize(name: str) -> str:
-    text = _VENDOR_WORDS.sub(" ", name.lower().replace("+", "plus"))
-    return names._NON_ALNUM.sub("", text).replace(".", "")
-
 
 _CORE_WORDS = re.compile(r"(\d+)\s*-?\s*(?:cores?|c)\b")
 _FILLER_WORDS = re.compile(r"\b(?:gpu|graphics|edition|generation|unified|memory)\b")
@@ -43,6 +32,32 @@ def dotted_key(name: str) -> str:
 
 
 _DECIMAL = re.compile(r"(\d)\.(\d)")
+_WORD = re.compile(r"[a-z0-9.]+")
+
+
+@functools.lru_cache(maxsize=1)
+def _rewrites() -> tuple[tuple[re.Pattern[str], str], ...]:
+    from rigwise.catalog.loader import read_csv
+
+    return tuple(
+        (re.compile(row["pattern"], re.IGNORECASE), row["replacement"])
+        for row in read_csv("name_rewrites.csv")
+    )
+
+
+def rewrite(name: str) -> str:
+    """The name without the product-line and edition words of name_rewrites.csv."""
+    for pattern, replacement in _rewrites():
+        name = pattern.sub(replacement, name)
+    return " ".join(name.split())
+
+
+def word_key(name: str) -> str:
+    """The name's words in any order: 'A100 80GB SXM' and 'A100 SXM 80GB' meet."""
+    text = VENDOR_WORDS.sub(" ", name.lower().replace("+", "plus"))
+    return " ".join(sorted(set(_WORD.findall(text.replace("-", " ")))))
+
+
 # Most specific first: decimal points kept, then the shared normal form, then the loose form.
 KEY_TIERS: tuple[Callable[[str], str], ...] = (dotted_key, normalize, loose_key)
 
@@ -57,6 +72,7 @@ class NameTable(Generic[T]):
     items: tuple[T, ...]
     by_id: Mapping[str, T]
     tiers: tuple[Mapping[str, tuple[str, ...]], ...]
+    words: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # word_key -> ids
 
     @property
     def keys(self) -> Mapping[str, tuple[str, ...]]:
@@ -64,6 +80,15 @@ class NameTable(Generic[T]):
         return self.tiers[1]
 
     def ids_for(self, name: str) -> tuple[str, ...]:
+        found = self._exact(name)
+        if found:
+            return found
+        typed = rewrite(name)  # 'MacBook Pro M3 Max 128GB' -> 'M3 Max 128GB'
+        if typed != name:
+            found = self._exact(typed)
+        return found or self.words.get(word_key(typed), ())
+
+    def _exact(self, name: str) -> tuple[str, ...]:
         # A decimal point matters ('2.5GbE' is not '25GbE'): such a name must match with it.
         tiers = zip(KEY_TIERS, self.tiers, strict=True)
         for key_of, keys in list(tiers)[:1] if _DECIMAL.search(name) else tiers:
@@ -115,4 +140,5 @@ def build_table(
         items=item_tuple,
         by_id={id_of(item): item for item in item_tuple},
         tiers=tuple(_tier(key_of, item_tuple, key_names, id_of) for key_of in KEY_TIERS),
+        words=_tier(lambda n: word_key(rewrite(n)), item_tuple, key_names, id_of),
     )

@@ -249,10 +249,36 @@ def parse_node(text: str, nodes: int = 1, network: str | None = None) -> Cluster
     if isinstance(nodes, bool) or not isinstance(nodes, int):
         raise InputError(f"nodes must be a whole number, not {shown_value(nodes)}.")
     check_cluster_size(nodes, 0)
+    mixed = mixed_rig(text) if nodes == 1 else None
+    if mixed is not None:
+        return mixed
     node = node_from_text(text)
     check_cluster_size(nodes, node.count * nodes)
     link = link_catalog().get(network) if network else None
     return Cluster(nodes=(node,) * nodes, network=link)
+
+
+def _names_device(text: str) -> bool:
+    """Whether ``[N x] NAME`` names a device or system (not a link such as 'nvlink')."""
+    try:
+        _, target = split_count(text)
+        return find_system(target) is not None or bool(accelerator_catalog().table.ids_for(target))
+    except (InputError, CatalogError):
+        return False
+
+
+def mixed_rig(text: str) -> Cluster | None:
+    """'rtx-3090+rtx-4090+rtx-5090': different cards in one box, one node per part, joined by
+    the slowest card's PCIe link. None when a part after '+' is a link ('2x rtx-3090+nvlink'):
+    then it is one node of identical cards. A part may carry a count ('2x rtx-3090+rtx-4090')."""
+    parts = [p.strip() for p in text.split("+")]
+    if len(parts) < 2 or not all(parts) or not all(_names_device(p) for p in parts[1:]):
+        return None
+    nodes = tuple(node_from_text(part) for part in parts)
+    links = [intra_link_for(n.accelerator, None) for n in nodes]
+    known = [link for link in links if link is not None]
+    network = min(known, key=lambda link: link.bandwidth_bytes_per_s) if known else None
+    return Cluster(nodes=nodes, network=network)
 
 
 def node_from_text(text: str, host_memory_bytes: float | None = None) -> Node:

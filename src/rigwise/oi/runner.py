@@ -16,7 +16,9 @@ from typing import Any
 
 from rigwise.oi.constants import Constants
 from rigwise.oi.controller import Controller
+from rigwise.oi.experiments import recover, try_next
 from rigwise.oi.faults import FaultSpec
+from rigwise.oi.mea import Mea, SimMea
 from rigwise.oi.resume import resume
 from rigwise.oi.simulate import SimRig, build_sim
 from rigwise.oi.store import Store
@@ -51,6 +53,29 @@ class RunSummary:
     experiments_run: int
 
 
+def experiments_tick(ctrl: Controller, mea: Mea) -> int:
+    """Admit and run the next queued experiment when the unit allows it (1 if one ran)."""
+    idx = ctrl.index()
+    cal_ids = sorted(
+        {
+            str(getattr(getattr(p, "calibration", None), "calibration_id", ""))
+            for p in ctrl.pumps.values()
+        }
+        - {""}
+    )
+    ran = try_next(
+        ctrl.store,
+        ctrl.c,
+        mea,
+        ctrl.clock.now(),
+        [a.key for a in ctrl.book.latched],
+        idx.score if idx.status == "OK" else None,
+        ctrl.scheduler.current is not None,
+        cal_ids,
+    )
+    return 1 if ran else 0
+
+
 def run_sim(
     store: Store,
     c: Constants,
@@ -60,7 +85,7 @@ def run_sim(
     faults: tuple[FaultSpec, ...] = (),
     seed: int = 0,
     recycle: bool = False,
-    on_step: Any = None,
+    experiments: bool = True,
 ) -> RunSummary:
     """Run the controller against the simulator for ``duration_s`` of simulated time."""
     rig = build_sim(
@@ -74,15 +99,17 @@ def run_sim(
     rig.controller.start_s = rig.clock.now()
     rig.controller.last_step_s = None
     found = resume(rig.controller) if store.last_event() else {}
+    recover(store, rig.clock.now())
     last_ack = store.last_event(("alarm_acked",))
     rig.controller._ack_seen_id = last_ack.id if last_ack else 0
     steps = round(duration_s / period_s)
     ran = 0
+    mea = SimMea(lambda: rig.plant.state.spike_rate_hz, c["mea_noise_uv"], seed)
     try:
         for _ in range(steps):
             _sim_step(rig, store)
-            if on_step is not None:
-                ran += int(on_step(rig.controller) or 0)
+            if experiments:
+                ran += experiments_tick(rig.controller, mea)
     finally:
         rig.controller.safe_state()
         store.save_world(rig.plant.snapshot())
@@ -110,3 +137,37 @@ def _summary(
         ctrl.doses,
         ran,
     )
+
+
+def run_hardware(
+    store: Store, c: Constants, drivers_file: str, *, duration_s: float, period_s: float
+) -> RunSummary:
+    """Run the controller on real devices in real time (resuming from the log)."""
+    from rigwise.oi.driver_config import build_devices, load_config
+    from rigwise.oi.hw import WallClock
+
+    clock = WallClock()
+    devices = build_devices(load_config(drivers_file), clock)
+    ctrl = Controller(
+        c,
+        devices.sensors,
+        devices.pumps,
+        devices.heater,
+        clock,
+        store,
+        period_s=period_s,
+        series_every_s=period_s,
+    )
+    found = resume(ctrl) if store.last_event() else {}
+    recover(store, clock.now())
+    steps = round(duration_s / period_s)
+    try:
+        for _ in range(steps):
+            started = clock.now()
+            ctrl.sync_acks()
+            ctrl.step()
+            clock.sleep(period_s - (clock.now() - started))
+    finally:
+        ctrl.safe_state()
+        ctrl.flush()
+    return _summary(ctrl, steps, clock.now(), found, 0)

@@ -11,7 +11,6 @@ named in ``fit_factor``; ``independent``: never used to fit); a file without it 
 
 from __future__ import annotations
 
-import csv
 import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -39,6 +38,7 @@ _SOURCE_LABELS = {
     "llamacpp_discussion15013": "llama.cpp CUDA #15013",
     "xiongjiedai": "XiongjieDai llama.cpp",
     "tensorrt_llm": "TensorRT-LLM",
+    "vllm_public_serving": "vLLM public serving posts",
 }
 
 
@@ -70,9 +70,9 @@ def _name_map(directory: str) -> dict[tuple[str, str], str | None]:
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
-    with path.open(encoding="utf-8", newline="") as handle:
-        lines = [line for line in handle if line.strip() and not line.startswith("#")]
-    return [{k: (v or "").strip() for k, v in row.items() if k} for row in csv.DictReader(lines)]
+    from rigwise.catalog.loader import read_commented_csv
+
+    return list(read_commented_csv(path))
 
 
 class _Names:
@@ -226,10 +226,13 @@ def _read_trtllm(rows: list[dict[str, str]], names: _Names, source: str) -> Iter
 
 
 def _readers() -> list[tuple[str, Callable[..., Iterator[Measurement]]]]:
+    from rigwise.validation.inference_serving import read_public_serving
+
     return [
         ("q4_0_tg128_tps", _read_apple),
         ("tg128_tps_fa0", _read_cuda_scoreboard),
         ("total_output_throughput_tokens_per_s", _read_trtllm),
+        ("serving_metric", functools.partial(read_public_serving, measurement=Measurement)),
     ]
 
 
@@ -355,6 +358,8 @@ def validate_inference(
 
 
 def _predicted(plan: Any, metric: str) -> float | None:
+    if metric in ("ttft", "tpot"):
+        return getattr(plan.serving, f"{metric}_s") if plan.serving else None
     if metric == "decode":
         return plan.decode.tokens_per_s if plan.decode else None
     if metric == "prefill":
@@ -364,8 +369,9 @@ def _predicted(plan: Any, metric: str) -> float | None:
 
 def _comparison(m: Measurement, plan: Any, predicted: float, measured: float) -> Comparison:
     from rigwise.estimate.plan_intervals import plan_regime
+    from rigwise.serialize import to_jsonable
 
-    found = plan_regime(plan.to_dict(), m.metric)
+    found = plan_regime(to_jsonable(plan), m.metric)
     regime, devices = found if found else (None, 1)
     return Comparison(
         m.source,

@@ -21,7 +21,7 @@ from typing import Any
 from rigwise.errors import InputError
 
 ROLES = ("independent", "fit", "formula")  # reporting order: independent first
-TIME_METRICS = frozenset({"step_s", "layer_ms", "gpu_hours"})  # smaller is faster
+TIME_METRICS = frozenset({"step_s", "layer_ms", "gpu_hours", "ttft", "tpot"})  # smaller is faster
 NOT_MEASUREMENTS = frozenset({"name_map.csv", "assumptions.csv"})
 
 

@@ -10,16 +10,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+from rigwise.units import GiB as GIB
 from rigwise.validation.stats import Comparison
 
 FILE = "finetune_memory_runs.csv"
 SOURCE = "fine-tune memory (not in shared/)"
-GIB = 2.0**30
 
 
 def finetune_memory_cases(directory: Path) -> Iterator[Comparison]:
     from rigwise.api.train import plan_training
-    from rigwise.validation.training import _rows
+    from rigwise.validation.training_cases import rows as _rows
 
     for row in _rows(directory, FILE):
         gpus, mb = int(row["gpus"]), int(row["micro_batch"])

@@ -67,11 +67,20 @@ def speed_curve(
     xs: Sequence[float],
     series: Mapping[str, Sequence[Any]],
 ) -> dict[str, Any]:
-    """Lines of tokens/s (or any figure) against a swept input."""
-    data = [
-        {"type": "scatter", "mode": "lines+markers", "name": name, "x": list(xs), "y": list(ys)}
-        for name, ys in series.items()
-    ]
+    """Lines of tokens/s (or any figure) against a swept input; a series named ``... P10`` and
+    its ``... P90`` partner are drawn as a shaded band (the P10-P90 range of the prediction)."""
+    data = []
+    for name, ys in series.items():
+        band = name.endswith(" P90")
+        trace: dict[str, Any] = {"type": "scatter", "name": name, "x": list(xs), "y": list(ys)}
+        if name.endswith((" P10", " P90")):
+            trace.update(mode="lines", line={"width": 0}, showlegend=band)
+            if band:  # fill down to the P10 trace drawn just before it
+                trace.update(fill="tonexty", fillcolor="rgba(99,110,250,0.15)")
+                trace["name"] = name.removesuffix(" P90") + " P10-P90"
+        else:
+            trace["mode"] = "lines+markers"
+        data.append(trace)
     layout = {
         "title": title,
         "xaxis": {"title": x_title, "type": "log"},

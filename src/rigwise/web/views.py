@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from rigwise import __version__
 from rigwise.errors import RigwiseError, validation_message
 from rigwise.serialize import to_jsonable
+from rigwise.units import GiB
 from rigwise.web import charts
 from rigwise.web.inputs import web_options
 
@@ -72,10 +73,11 @@ def compare_context(params: Mapping[str, str]) -> dict[str, Any]:
     result, error = attempt(lambda: list_gpus(**web_options(query)))
     devices = to_jsonable(result)["devices"] if result is not None else []
     ctx = page("Compare accelerators", "/compare", query=query, devices=devices, error=error)
+    ctx["verdicts"] = _verdicts(devices)
     if devices:
         points = [
             {
-                "memory GiB": d["memory_bytes"] / 2**30,
+                "memory GiB": d["memory_bytes"] / GiB,
                 "bandwidth GB/s": d["memory_bandwidth_bytes_per_s"] / 1e9,
                 "name": d["name"],
             }
@@ -92,6 +94,19 @@ def compare_context(params: Mapping[str, str]) -> dict[str, Any]:
             )
         ]
     return ctx
+
+
+def _verdicts(devices: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Good buy for what, and why not (rigwise.design.verdict), per GPU shown."""
+    from rigwise.design.verdict import verdict
+    from rigwise.hardware import get_accelerator
+
+    out = {}
+    for device in devices:
+        if device.get("kind") == "gpu":
+            found = verdict(get_accelerator(device["id"]))
+            out[device["id"]] = {"summary": found.summary(), **found.to_dict()}
+    return out
 
 
 # --- Run (inference) -----------------------------------------------------------------------------
@@ -113,10 +128,16 @@ def _inference_sweeps(query: Mapping[str, str], plan: Mapping[str, Any]) -> list
     }
     base.update(engine=plan["engine"], quant=plan["quant"], kv_quant=plan["kv_quant"], levers=False)
     gen = int(plan.get("workload", {}).get("gen") or 128)
-    decode = []
+    decode: list[Any] = []
+    low: list[Any] = []  # the P10-P90 band of the decode prediction
+    high: list[Any] = []
     for context in CONTEXT_SWEEP:
         swept = _sweep(base, {"context": context, "prompt": max(context - gen, 1)})
-        decode.append(swept["decode"]["tokens_per_s"] if swept and swept.get("decode") else None)
+        found = (swept or {}).get("decode") or {}
+        band = found.get("tokens_per_s_interval") or [None, None]
+        decode.append(found.get("tokens_per_s"))
+        low.append(band[0])
+        high.append(band[1])
     aggregate, per_user = [], []
     for concurrency in CONCURRENCY_SWEEP:
         swept = _sweep(base, {"concurrency": concurrency})
@@ -129,7 +150,7 @@ def _inference_sweeps(query: Mapping[str, str], plan: Mapping[str, Any]) -> list
             "Decode speed as the context fills (gaps: does not fit)",
             "context tokens",
             CONTEXT_SWEEP,
-            {"decode tokens/s": decode},
+            {"decode P10": low, "decode P90": high, "decode tokens/s": decode},
         ),
         charts.speed_curve(
             "concurrency-chart",

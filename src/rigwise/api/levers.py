@@ -2,80 +2,35 @@
 
 A lever is one change of the options (another quant, a quantized KV cache, one more device,
 a shorter context, CPU offload, another engine). Each is evaluated by running the planner again
-with that change; levers are ranked by effect: first those that turn "does not fit" into a fit,
-then by decode speed-up. Nothing here estimates anything itself.
+on the options with that change (``InferOptions.model_copy``: typed fields, no re-parsing);
+levers are ranked by effect: first those that turn "does not fit" into a fit, then by decode
+speed-up. Nothing here estimates anything itself.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
-from typing import Any, Protocol
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
 from rigwise.errors import RigwiseError
+from rigwise.hardware.nodes import split_count  # the one parser of "2x rtx-3090"
+from rigwise.plans import InferencePlan, Lever
+
+if TYPE_CHECKING:
+    from rigwise.api.infer import InferOptions
 
 _GGUF_QUANTS = ("Q4_K_M", "Q8_0", "Q5_K_M", "Q3_K_M", "IQ2_XXS")
 _SERVER_QUANTS = ("FP8", "AWQ-4bit-g128", "BF16")
 _KV_QUANT = {"llama.cpp": "q8_0", "ollama": "q8_0"}
 _NETWORK = {"unified": "thunderbolt-4", "cpu": "10gbe"}  # how such machines are usually joined
-_COUNT = re.compile(r"^\s*(\d+)\s*x\s*(.+)$", re.I)
 _MIN_GAIN = 1.05  # a lever must make decode or serving at least 5% faster to be listed
 _MAX_LEVERS = 5
 _CLOSER = 0.9  # a change that needs 10% less memory (per byte usable) is worth naming
 
-
-class _Plan(Protocol):
-    """What levers read from a plan (rigwise.api.infer.InferencePlan)."""
-
-    @property
-    def fits(self) -> bool: ...
-
-    @property
-    def verdict(self) -> str: ...
-
-    @property
-    def quant(self) -> str: ...
-
-    @property
-    def engine(self) -> str: ...
-
-    @property
-    def kv_quant(self) -> str: ...
-
-    @property
-    def reason(self) -> str: ...
-
-    @property
-    def memory(self) -> Any: ...
-
-    @property
-    def decode(self) -> Any: ...
+Change = dict[str, object]
 
 
-@dataclass(frozen=True)
-class Lever:
-    description: str
-    change: Mapping[str, Any]
-    verdict: str
-    decode_tokens_per_s: float | None
-    decode_speedup: float | None
-    fixes_fit: bool
-    quality_loss: bool = False  # fewer bits per weight than the plan: ranked after lossless levers
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "description": self.description,
-            "change": dict(self.change),
-            "verdict": self.verdict,
-            "decode_tokens_per_s": self.decode_tokens_per_s,
-            "decode_speedup": self.decode_speedup,
-            "fixes_fit": self.fixes_fit,
-            "quality_loss": self.quality_loss,
-        }
-
-
-def _candidates(options: Mapping[str, Any], plan: _Plan) -> Iterator[tuple[str, dict[str, Any]]]:
+def _candidates(options: InferOptions, plan: InferencePlan) -> Iterator[tuple[str, Change]]:
     quants = _GGUF_QUANTS if plan.engine in ("llama.cpp", "ollama", "mlx") else _SERVER_QUANTS
     for quant in quants:
         if quant.lower() != plan.quant.lower():
@@ -84,36 +39,49 @@ def _candidates(options: Mapping[str, Any], plan: _Plan) -> Iterator[tuple[str, 
     if plan.kv_quant.lower() not in (kv, "q4_0"):
         yield f"--kv-quant {kv}", {"kv_quant": kv}
     yield from _more_hardware(options, plan)
-    context = options.get("context") or options["prompt"] + options["gen"]
+    context = options.context or options.prompt + options.gen
     if not plan.fits and context > 4096:
         yield f"--context {context // 2}", {"context": context // 2}
-    if not plan.fits and options.get("offload") != "auto":
-        yield "--offload auto (weights that do not fit go to host RAM)", {"offload": "auto"}
+    if not plan.fits and options.offload != "auto":
+        from rigwise.api.mixed import offload_candidate
+
+        yield offload_candidate(options, plan)
 
 
-def _more_hardware(options: Mapping[str, Any], plan: _Plan) -> Iterator[tuple[str, dict[str, Any]]]:
+def _more_hardware(options: InferOptions, plan: InferencePlan) -> Iterator[tuple[str, Change]]:
     """One more device in the box, or, for machines that are one device (Macs, CPU boxes) or
     clusters, one more node on the network."""
-    on = options.get("on")
-    if not on or options.get("cluster"):
+    on = options.on
+    if not on or options.cluster:
         return
-    nodes = int(options.get("nodes") or 1)
-    whole_machines = set(getattr(plan, "device_kinds", ())) & {"unified", "cpu"}
+    nodes = options.nodes
+    whole_machines = set(plan.device_kinds) & {"unified", "cpu"}
     if nodes > 1 or whole_machines:
-        network = options.get("network") or _NETWORK.get(sorted(whole_machines)[0], "10gbe")
+        network = options.network or _NETWORK.get(sorted(whole_machines)[0], "10gbe")
         label = "a second machine" if nodes == 1 else "one more node"
         yield f"{label} ({on}) over {network}", {"nodes": nodes + 1, "network": network}
         return
-    match = _COUNT.match(str(on))
-    count, device = (int(match.group(1)), match.group(2)) if match else (1, str(on))
+    count, device = split_count(on)
     yield f"{'a second' if count == 1 else 'one more'} {device}", {"on": f"{count + 1}x {device}"}
 
 
-def _rate(plan: _Plan) -> float | None:
+def _changed(options: InferOptions, change: Change) -> InferOptions:
+    """The options with ``change``, validated (one node past the bounds is bad input)."""
+    from pydantic import ValidationError
+
+    from rigwise.errors import InputError, validation_message
+
+    try:
+        return options.model_validate({**options.model_dump(exclude_unset=True), **change})
+    except ValidationError as exc:
+        raise InputError(validation_message(exc, "Bad option")) from None
+
+
+def _rate(plan: InferencePlan) -> float | None:
     return plan.decode.tokens_per_s if plan.fits and plan.decode else None
 
 
-def _describe(name: str, plan: _Plan, fixes: bool, speedup: float | None) -> str:
+def _describe(name: str, plan: InferencePlan, fixes: bool, speedup: float | None) -> str:
     effects = []
     if fixes:
         effects.append(plan.verdict.replace("tight", "fits (tight)"))
@@ -125,14 +93,15 @@ def _describe(name: str, plan: _Plan, fixes: bool, speedup: float | None) -> str
 
 
 def suggest_levers(
-    options: Mapping[str, Any], plan: _Plan, run: Callable[[Mapping[str, Any]], _Plan]
+    options: InferOptions, plan: InferencePlan, run: Callable[[InferOptions], InferencePlan]
 ) -> tuple[Lever, ...]:
-    """Levers for ``plan`` (made from ``options``), ranked: fit fixes first, then speed-up."""
+    """Levers for ``plan`` (made from ``options``), ranked: fit fixes first, then speed-up.
+    ``run`` plans the changed options (the planner without levers)."""
     levers = []
     base_rate = _rate(plan)
     for name, change in _candidates(options, plan):
         try:
-            other = run({**options, **change})
+            other = run(_changed(options, change))
         except RigwiseError:
             continue  # e.g. one more device of a preset that cannot be multiplied
         if getattr(other, "broken_rule", ""):
@@ -144,7 +113,7 @@ def suggest_levers(
         if not fixes and not closer and (speedup is None or speedup < _MIN_GAIN):
             continue
         description = _describe(name, other, fixes, speedup)
-        lossy = _smaller_weights(plan, other)
+        lossy = _smaller_weights(plan, other) and other.quant != plan.quant  # not offload
         if closer:
             description += f": still does not fit ({other.reason})"
         elif lossy:
@@ -160,17 +129,20 @@ def suggest_levers(
             -(lv.decode_tokens_per_s or 0.0),
         )
     )
-    return tuple(levers[:_MAX_LEVERS])
+    from rigwise.api.mixed import without_last_card
+
+    card = without_last_card(options, plan, run)  # a mixed rig: is its last card worth it?
+    return (*((card,) if card else ()), *levers[:_MAX_LEVERS])
 
 
-def _need(plan: _Plan) -> float:
+def _need(plan: InferencePlan) -> float:
     return float(plan.memory.total_bytes) / max(float(plan.memory.capacity_bytes), 1.0)
 
 
-def _closer(plan: _Plan, other: _Plan) -> bool:
+def _closer(plan: InferencePlan, other: InferencePlan) -> bool:
     """Neither fits, but the change cuts the memory needed per byte available by 10%+."""
     return not plan.fits and not other.fits and _need(other) < _need(plan) * _CLOSER
 
 
-def _smaller_weights(plan: _Plan, other: _Plan) -> bool:
+def _smaller_weights(plan: InferencePlan, other: InferencePlan) -> bool:
     return float(other.memory.weights_bytes) < float(plan.memory.weights_bytes) * _CLOSER

@@ -1,0 +1,41 @@
+"""Reader for public serving measurements (vLLM / SGLang benchmark posts): one row per metric,
+``serving_metric`` one of decode (tokens/s at concurrency 1), serving (output tokens/s), ttft and
+tpot (seconds, means as the benchmarks print them)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+SERVING_METRICS = ("decode", "prefill", "serving", "ttft", "tpot")
+
+
+def read_public_serving(
+    rows: list[dict[str, str]], names: Any, source: str, measurement: Callable[..., Any]
+) -> Iterator[Any]:
+    """One ``measurement`` (``validation.inference.Measurement``, passed in: that module reads
+    this one) per row."""
+    for row in rows:
+        gpu, why_hw = names.get("gpu", row["gpu"])
+        model, why_model = names.get("model", row["model"])
+        quant, _ = names.get("quant", row["weight_precision"])
+        count = int(row["num_gpus"])
+        metric = row["serving_metric"]
+        options = dict(
+            model=model,
+            on=f"{count}x {gpu}" if count > 1 else gpu,
+            quant=quant or row["weight_precision"],
+            engine=row["engine"],
+            tp=int(row["tensor_parallel"]),
+            prompt=int(row["input_len"]),
+            gen=int(row["output_len"]),
+            concurrency=int(row["concurrency"]),
+        )
+        label = (
+            f"{row['model']} {row['gpu']} TP{row['tensor_parallel']} {row['input_len']}/"
+            f"{row['output_len']} c{row['concurrency']} {metric}"
+        )
+        skip = why_hw or why_model or ("" if metric in SERVING_METRICS else f"metric {metric}")
+        yield measurement(
+            source, metric, label, options, float(row["value"]), role=row["role"], skip=skip
+        )
