@@ -92,3 +92,13 @@ def test_ollama_reserves_its_own_default_context_by_vram() -> None:
     assert engine_defaults("vllm", 80 * 2**30).default_context == 0
     plan = _plan(model="llama-3-8b", on="rtx-3060-12gb", engine="ollama")
     assert plan.workload.context == 4096  # type: ignore[attr-defined]
+
+
+def test_a_model_defaults_to_the_format_it_is_released_in() -> None:
+    """gpt-oss ships its experts in MXFP4 (config.json quantization_config), DeepSeek-V3 in
+    block FP8; GGUF engines keep their own quant for DeepSeek (no native GGUF)."""
+    assert _plan(model="gpt-oss-20b", on="rtx-4090").quant == "MXFP4_MOE"  # type: ignore[attr-defined]
+    assert _plan(model="gpt-oss-120b", on="h100-sxm", engine="vllm").quant == "MXFP4_MOE"  # type: ignore[attr-defined]
+    assert _plan(model="deepseek-v3", on="dgx-h200").quant == "FP8"  # type: ignore[attr-defined]
+    assert _plan(model="deepseek-v3", on="dgx-h200", engine="llama.cpp").quant == "Q4_K_M"  # type: ignore[attr-defined]
+    assert _plan(model="gpt-oss-20b", on="rtx-4090", quant="Q8_0").quant == "Q8_0"  # type: ignore[attr-defined]
