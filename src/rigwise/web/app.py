@@ -18,7 +18,7 @@ from pydantic import AfterValidator, BaseModel, ValidationError, create_model
 from rigwise import __version__
 from rigwise.errors import RigwiseError
 from rigwise.serialize import to_jsonable
-from rigwise.web import views
+from rigwise.web import oi_routes, views
 from rigwise.web.inputs import MAX_UPLOAD_BYTES, SERVER_FILE_KEYS, Upload, uploaded, web_options
 from rigwise.web.limits import RequestBudget
 
@@ -187,6 +187,8 @@ def create_app() -> FastAPI:
     @app.get("/grid", response_class=HTMLResponse, include_in_schema=False)
     def grid_page(request: Request) -> HTMLResponse:
         return render(request, "grid.html", views.grid_context(_grid_client()))
+
+    oi_routes.register(app, render)
 
     _api_routes(
         app, query_model(InferOptions, "InferQuery"), query_model(TrainOptions, "TrainQuery")
