@@ -114,6 +114,8 @@ def _fake_run(options: InferOptions) -> Any:
 def test_levers_that_fix_the_fit_come_first_fastest_first() -> None:
     options = InferOptions(model="m", on="rtx-3090", prompt=512, gen=128, quant="Q8_0")
     levers = suggest_levers(options, _fake_run(options), _fake_run)
-    assert [lever.change for lever in levers[:2]] == [{"quant": "Q4_K_M"}, {"on": "2x rtx-3090"}]
-    assert levers[0].description.startswith("Q4_K_M instead of Q8_0: fits")
+    # both fix the fit; the second GPU keeps Q8_0 (no quality loss), so it comes first
+    assert [lever.change for lever in levers[:2]] == [{"on": "2x rtx-3090"}, {"quant": "Q4_K_M"}]
+    assert not levers[0].quality_loss and levers[1].quality_loss
+    assert levers[1].description.startswith("Q4_K_M instead of Q8_0: fits")
     assert all(lever.fixes_fit for lever in levers[:2])
