@@ -112,6 +112,7 @@ def _lines(handle: BinaryIO, what: str, name: str, limit: int) -> Iterator[tuple
 
 def decode_text(data: bytes, where: str) -> str:
     """UTF-8 bytes -> text; InputError (with the byte offset) for binary content."""
+    where = where[:1].upper() + where[1:]
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -3,6 +3,8 @@ in for Ray (the Ray cluster tests run the same service on a real cluster)."""
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -22,16 +24,25 @@ from rigwise.grid.service import GridService
 from rigwise.grid.storage import DirectoryStore
 
 
-def facts(**changes: Any) -> MachineFacts:
-    from conftest import facts as make
+@functools.cache
+def _grid_conftest() -> Any:
+    # By path: a bare ``import conftest`` finds whichever conftest.py pytest loaded last
+    # (tests/web has one too), depending on which folders the run collected.
+    spec = importlib.util.spec_from_file_location(
+        "grid_conftest", Path(__file__).with_name("conftest.py")
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
-    return make(**changes)
+
+def facts(**changes: Any) -> MachineFacts:
+    return _grid_conftest().facts(**changes)
 
 
 def make_corpus_bytes() -> bytes:
-    from conftest import make_corpus
-
-    return make_corpus()
+    return _grid_conftest().make_corpus()
 
 
 class InlineEngine:

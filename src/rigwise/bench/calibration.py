@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rigwise.units import GiB
+
 DATA_DIR_ENV = "RIGWISE_DATA_DIR"
 DB_NAME = "calibration.sqlite3"
 # A measured efficiency outside (0.05, 1.0] is physics telling us the peak it was divided by is
@@ -87,7 +89,7 @@ def fingerprint(report: Any) -> str:
         platform.node(),
         report.cpu.model,
         str(report.cpu.threads),
-        str(round(report.memory.total_bytes / 2**30)),
+        str(round(report.memory.total_bytes / GiB)),
         *gpus,
     ]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]

@@ -19,6 +19,7 @@ from rigwise.bench.tasks import Device, Outcome
 from rigwise.errors import InputError, ProbeError
 from rigwise.probe import FakeBackend, HardwareBackend, default_backend, probe
 from rigwise.probe.report import GpuInfo, ProbeReport
+from rigwise.units import GiB
 
 GROUPS = ("matmul", "memory", "transfer", "disk", "llm", "finetune", "external")
 
@@ -169,7 +170,7 @@ def derive_factors(
 
 def platform_line(report: ProbeReport, cpu: Device, gpus: Sequence[Device]) -> str:
     """How the machine was identified: the catalog rows its figures are fractions of."""
-    memory_gib = report.memory.total_bytes / 2**30
+    memory_gib = report.memory.total_bytes / GiB
     what = f"{report.cpu.model!r} ({report.cpu.threads} threads, {memory_gib:.0f} GiB)"
     if cpu.accelerator is None:
         line = (

@@ -33,17 +33,27 @@ def _read_text(name: str) -> str:
         raise CatalogError(f"Catalog file {name!r} is missing from the package.") from exc
 
 
-@functools.cache
-def read_csv(name: str, *, require_source: bool = True) -> tuple[dict[str, str], ...]:
-    """Rows of ``data/<name>`` as dicts of stripped strings; ``#`` lines are comments."""
-    text = _read_text(name)
+def parse_commented_csv(text: str) -> tuple[dict[str, str], ...]:
+    """The one reader of rigwise's CSV files (catalog, validation, intervals): lines starting
+    with ``#`` (after spaces) and blank lines are comments; values are stripped strings."""
     lines = [
         line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")
     ]
-    rows = tuple(
+    return tuple(
         {key.strip(): (value or "").strip() for key, value in row.items() if key is not None}
         for row in csv.DictReader(io.StringIO("\n".join(lines)))
     )
+
+
+def read_commented_csv(path: Path) -> tuple[dict[str, str], ...]:
+    """``parse_commented_csv`` of a file outside the package (validation folders, user data)."""
+    return parse_commented_csv(path.read_text(encoding="utf-8"))
+
+
+@functools.cache
+def read_csv(name: str, *, require_source: bool = True) -> tuple[dict[str, str], ...]:
+    """Rows of ``data/<name>`` as dicts of stripped strings; ``#`` lines are comments."""
+    rows = parse_commented_csv(_read_text(name))
     if require_source:
         for number, row in enumerate(rows, start=2):
             if not row.get("source"):

@@ -7,6 +7,7 @@ alias table and raises ``UnknownNameError`` with the three closest ids when it i
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 
@@ -14,16 +15,18 @@ from rigwise.errors import UnknownNameError, closest
 
 _NOISE_WORDS = ("nvidia", "geforce", "amd", "radeon", "intel", "apple", "google", "tesla")
 _NON_ALNUM = re.compile(r"[^a-z0-9.]+")
+# All vendor words in one regex pass: the name tables index thousands of names at start-up.
+VENDOR_WORDS = re.compile(r"\b(?:" + "|".join(_NOISE_WORDS) + r")\b")
 
 
+@functools.lru_cache(maxsize=8192)
 def normalize(name: str, *, drop_vendor_words: bool = True) -> str:
-    """A lookup key: lower case, alphanumerics only, vendor words dropped."""
+    """The one lookup key of every name table (hardware, parts, models, quantisations): lower
+    case, alphanumerics only, vendor words dropped."""
     text = name.lower().replace("+", "plus")
     if drop_vendor_words:
-        for word in _NOISE_WORDS:
-            text = re.sub(rf"\b{word}\b", " ", text)
-    text = _NON_ALNUM.sub("", text)
-    return text.replace(".", "")
+        text = VENDOR_WORDS.sub(" ", text)
+    return _NON_ALNUM.sub("", text).replace(".", "")
 
 
 def resolve(name: str, aliases: Mapping[str, str], kind: str, ids: Iterable[str]) -> str:

@@ -167,6 +167,19 @@ def init(db: str | None, as_json: bool) -> None:
 @click.option("--period", default="10s", show_default=True, help="Control period.")
 @click.option("--fault", "faults", multiple=True, help="Simulator fault (as in `oi simulate`).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Simulator seed.")
+@click.option(
+    "--hardware",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Drive real devices from a drivers YAML (docs/oi.md) instead of the "
+    "simulator; runs in real time.",
+)
+@click.option(
+    "--metrics-port",
+    type=int,
+    default=None,
+    help="Serve Prometheus metrics of the store on this port while running.",
+)
 @constants_option
 @json_option
 def run(
@@ -175,21 +188,39 @@ def run(
     period: str,
     faults: tuple[str, ...],
     seed: int,
+    hardware: str | None,
+    metrics_port: int | None,
     constants: str | None,
     as_json: bool,
 ) -> None:
     """Run the controller (resuming from the store's event log after a restart)."""
     from rigwise.oi.constants import load_constants
     from rigwise.oi.faults import parse_fault
-    from rigwise.oi.runner import run_sim
+    from rigwise.oi.runner import run_hardware, run_sim
 
     store = _store(db)
     c = load_constants(constants)
     duration_s, period_s = _seconds(duration, "--duration"), _seconds(period, "--period")
     if not 1.0 <= period_s <= 3600.0 or duration_s <= 0 or duration_s > 366 * 86400:
         fail("--period must be 1s..1h and --duration 0..366d.")
-    specs = tuple(parse_fault(f) for f in faults)
-    summary = run_sim(store, c, duration_s=duration_s, period_s=period_s, faults=specs, seed=seed)
+    if hardware and faults:
+        fail("--fault injects faults into the simulator; leave it out with --hardware.")
+    endpoint = None
+    if metrics_port is not None:
+        from rigwise.oi.metrics import serve
+
+        endpoint = serve(store.path, metrics_port)
+    try:
+        if hardware:
+            summary = run_hardware(store, c, hardware, duration_s=duration_s, period_s=period_s)
+        else:
+            specs = tuple(parse_fault(f) for f in faults)
+            summary = run_sim(
+                store, c, duration_s=duration_s, period_s=period_s, faults=specs, seed=seed
+            )
+    finally:
+        if endpoint is not None:
+            endpoint.stop()
     if as_json:
         print_json(summary)
     else:

@@ -19,12 +19,8 @@ def command(write: bool, as_json: bool) -> int:
     """P10-P90 ranges per regime (engine, device class, precision, scale) from the independent
     validation rows, and their held-out coverage: each device's rows are checked against a
     range computed without them. Target: 80 % +- 5 % per regime."""
-    from rigwise.validation.intervals import (
-        all_comparisons,
-        coverage_by_regime,
-        table_from,
-        write_table,
-    )
+    from rigwise.validation.all_rows import all_comparisons
+    from rigwise.validation.intervals import coverage_by_regime, table_from, write_table
 
     comparisons = all_comparisons()
     table = table_from(comparisons)

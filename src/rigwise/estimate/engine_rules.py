@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from rigwise.catalog.loader import read_csv
 from rigwise.hardware import Accelerator
 from rigwise.models import ModelSpec
+from rigwise.units import GiB
 
 
 @dataclass(frozen=True)
@@ -177,7 +178,7 @@ class EngineDefaults:
 @functools.cache
 def engine_defaults(engine: str, memory_bytes: float) -> EngineDefaults:
     """The engine's own context and offload defaults on a device of ``memory_bytes``."""
-    gib = memory_bytes / 2**30
+    gib = memory_bytes / GiB
     for row in read_csv("engine_defaults.csv"):
         if not any(fnmatch.fnmatchcase(engine, p) for p in _globs(row["engine"])):
             continue
@@ -186,3 +187,15 @@ def engine_defaults(engine: str, memory_bytes: float) -> EngineDefaults:
                 int(row["default_context"]), row["auto_offload"].lower() == "true", row["source"]
             )
     return EngineDefaults(0, False, "")
+
+
+@functools.cache
+def native_format(model: str, engine: str) -> str | None:
+    """The format ``model`` is released in, if ``engine`` loads that checkpoint as is
+    (model_native_formats.csv); None: the engine's own default applies."""
+    for row in read_csv("model_native_formats.csv"):
+        if fnmatch.fnmatchcase(model, row["model"]) and any(
+            fnmatch.fnmatchcase(engine, p) for p in _globs(row["engines"])
+        ):
+            return row["quant"]
+    return None

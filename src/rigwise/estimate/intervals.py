@@ -15,14 +15,13 @@ ceil(9(n+1)/10)-th smallest, which covers a new exchangeable row with probabilit
 
 from __future__ import annotations
 
-import csv
 import functools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from rigwise.catalog.loader import data_path
+from rigwise.catalog.loader import data_path, read_commented_csv
 
 TABLE_FILE = "prediction_intervals.csv"
 MIN_ROWS = 10  # a regime needs this many independent rows to set its own range
@@ -192,8 +191,7 @@ def packaged_table() -> dict[str, RegimeRange]:
     path = data_path(TABLE_FILE)
     if not path.exists():
         return {}
-    with path.open(encoding="utf-8") as handle:
-        rows = list(csv.DictReader(line for line in handle if not line.startswith("#")))
+    rows = read_commented_csv(path)
     table: dict[str, RegimeRange] = {}
     for row in rows:
         regime = Regime(*(row[f] for f in FIELDS))

@@ -25,11 +25,11 @@ from rigwise.catalog.loader import read_csv, read_yaml
 from rigwise.errors import CatalogError, validation_message
 from rigwise.hardware.names import KEY_TIERS, NameTable, build_table, normalize
 from rigwise.hardware.types import DTYPES, Accelerator, Link, Resolution, SystemPreset
+from rigwise.units import GiB
 
 GB = 1e9  # bandwidths: decimal GB/s, as vendors quote them
 # Memory sizes: vendors' "GB" of DRAM/HBM are binary (a 24 GB RTX 3090 has 24576 MiB in
 # nvidia-smi, a 128 GB Mac 128 GiB, an 80 GB A100 81920 MiB), so memory_gb is read as GiB.
-GIB = 2.0**30
 TERA = 1e12
 
 _DATE = r"^\d{4}-\d{2}-\d{2}$"
@@ -96,7 +96,7 @@ class AcceleratorRow(BaseModel):
             name=self.name,
             vendor=self.vendor,
             kind=self.kind,
-            memory_bytes=self.memory_gb * GIB,
+            memory_bytes=self.memory_gb * GiB,
             memory_type=self.memory_type,
             memory_bandwidth_bytes_per_s=self.memory_bandwidth_gb_s * GB,
             flops=self.flops(),
@@ -177,7 +177,7 @@ class SystemEntry(BaseModel):
             intra_link_id=self.intra_link or None,
             network_link_id=self.network_link or None,
             network_ports=self.network_ports,
-            host_memory_bytes=self.host_memory_gb * GIB if self.host_memory_gb else None,
+            host_memory_bytes=self.host_memory_gb * GiB if self.host_memory_gb else None,
             price_usd=self.price_usd,
             power_watts=self.power_w,
             source=self.source,
@@ -195,7 +195,7 @@ def _describe(error: ValidationError, where: str) -> CatalogError:
 
 
 def _memory_label(memory_bytes: float) -> str:
-    gb = memory_bytes / GIB
+    gb = memory_bytes / GiB
     return f"{gb:g}GB"
 
 

@@ -13,19 +13,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from rigwise.catalog import names
+from rigwise.catalog.names import VENDOR_WORDS, normalize
 from rigwise.errors import UnknownNameError, closest
-
-# ``catalog.names.normalize`` in one regex pass instead of one per vendor word: the table indexes
-# thousands of names at start-up (a test checks both agree on every catalog name).
-_VENDOR_WORDS = re.compile(r"\b(?:" + "|".join(names._NOISE_WORDS) + r")\b")
-
-
-@functools.lru_cache(maxsize=8192)
-def normalize(name: str) -> str:
-    text = _VENDOR_WORDS.sub(" ", name.lower().replace("+", "plus"))
-    return names._NON_ALNUM.sub("", text).replace(".", "")
-
 
 _CORE_WORDS = re.compile(r"(\d+)\s*-?\s*(?:cores?|c)\b")
 _FILLER_WORDS = re.compile(r"\b(?:gpu|graphics|edition|generation|unified|memory)\b")
@@ -65,7 +54,7 @@ def rewrite(name: str) -> str:
 
 def word_key(name: str) -> str:
     """The name's words in any order: 'A100 80GB SXM' and 'A100 SXM 80GB' meet."""
-    text = _VENDOR_WORDS.sub(" ", name.lower().replace("+", "plus"))
+    text = VENDOR_WORDS.sub(" ", name.lower().replace("+", "plus"))
     return " ".join(sorted(set(_WORD.findall(text.replace("-", " ")))))
 
 

@@ -2,84 +2,22 @@
 
 Each supported ``model_type`` maps its own key names and defaults (as in the corresponding
 ``transformers`` configuration class) onto the same fields, so that counting parameters
-(``params.py``) is one code path for every family.
+(``params.py``) is one code path for every family. ``Arch`` and ``Config`` live in
+``arch_types.py`` so the family readers (here and ``arch_gpt.py``) share them without a cycle.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from rigwise.errors import ModelFormatError
+from rigwise.models.arch_gpt import GPT_FAMILY
+from rigwise.models.arch_types import Arch, Config, MoEArch
 from rigwise.models.spec import MLASpec
 from rigwise.models.vision import vision_params
-
-
-@dataclass(frozen=True)
-class MoEArch:
-    num_experts: int
-    experts_per_token: int
-    expert_intermediate_size: int
-    moe_layers: tuple[int, ...]  # indices of the layers that have experts
-    num_shared_experts: int = 0
-    shared_intermediate_size: int = 0  # total width of the shared expert(s)
-    shared_expert_gate: bool = False  # qwen2_moe: sigmoid gate Linear(h, 1)
-    router_bias: bool = False  # gpt-oss router has a bias
-    router_score_bias: bool = False  # DeepSeek-V3 e_score_correction_bias (noaux_tc)
-    expert_bias: bool = False  # gpt-oss experts have biases
-
-
-@dataclass(frozen=True)
-class Arch:
-    model_type: str
-    num_layers: int
-    hidden_size: int
-    intermediate_size: int
-    num_attention_heads: int
-    num_kv_heads: int
-    head_dim: int
-    vocab_size: int
-    tie_word_embeddings: bool
-    max_context: int
-    norm_bias: bool = False  # LayerNorm (weight + bias) instead of RMSNorm (weight)
-    norms_per_layer: int = 2
-    qkv_bias: bool = False
-    o_bias: bool = False
-    gated_mlp: bool = True
-    mlp_bias: bool = False
-    qk_norm: bool = False  # per-head q/k RMSNorm weights of head_dim (qwen3, gemma3)
-    learned_positions: int = 0
-    attention_sinks: bool = False  # gpt-oss: one learned sink logit per head
-    moe: MoEArch | None = None
-    mla: MLASpec | None = None
-    sliding_window: int | None = None
-    sliding_window_layers: int = 0
-    mtp_layers: int = 0
-    vision_params: int = 0  # multimodal configs: vision tower + projector, outside the total
-    notes: tuple[str, ...] = ()
-
-
-class Config:
-    """Key access that names the key and the file when one is missing."""
-
-    def __init__(self, data: Mapping[str, Any], origin: str) -> None:
-        self.data = data
-        self.origin = origin
-
-    def req(self, *keys: str) -> Any:
-        for key in keys:
-            if self.data.get(key) is not None:
-                return self.data[key]
-        raise ModelFormatError(
-            f"{self.origin}: config key {' or '.join(map(repr, keys))} is missing.",
-            hint="Use the model's config.json as published on the Hugging Face hub.",
-        )
-
-    def get(self, key: str, default: Any) -> Any:
-        value = self.data.get(key)
-        return default if value is None else value
 
 
 def _llama_like(c: Config, model_type: str) -> Arch:
@@ -305,8 +243,6 @@ _LLAMA_FAMILY: dict[str, Callable[[Config], Arch]] = {
 @functools.cache
 def readers() -> dict[str, Callable[[Config], Arch]]:
     """Every supported model_type; GPT-style families live in arch_gpt.py."""
-    from rigwise.models.arch_gpt import GPT_FAMILY
-
     return {**_LLAMA_FAMILY, **GPT_FAMILY}
 
 
@@ -338,3 +274,6 @@ def read_arch(config: Mapping[str, Any], origin: str) -> Arch:
         f"{origin}: model_type {model_type!r} is not supported.",
         hint=f"Supported: {', '.join(sorted(readers()))}.",
     )
+
+
+__all__ = ["Arch", "Config", "MoEArch", "read_arch", "readers"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from rigwise.models.arch import Arch, Config
+from rigwise.models.arch_types import Arch, Config
 
 
 def _read_gpt2(c: Config) -> Arch:

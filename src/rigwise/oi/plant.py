@@ -127,9 +127,10 @@ class SimPlant:
                 return 0.0
             if self.fault_active(FaultKind.AIR_IN_LINE, "feed"):
                 volume *= 0.3
-            if s.reservoir_ml < volume:
+            dead = self.c["reservoir_min_ml"]  # below it the dip tube draws air
+            if s.reservoir_ml - volume < dead:
                 s.dry_pump_events += 1
-                volume = max(0.0, s.reservoir_ml)
+                volume = max(0.0, s.reservoir_ml - dead)
             s.reservoir_ml -= volume
             self._add_to_housing(volume, self.c["fresh_glucose_mm"], 0.0)
             s.fed_ml += volume

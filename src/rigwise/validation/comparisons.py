@@ -3,7 +3,6 @@ tool reported on (``data/tool_comparisons.csv``), never a different row set."""
 
 from __future__ import annotations
 
-import csv
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -50,8 +49,9 @@ def tool_comparisons(
     comparisons: Sequence[Comparison], path: Path = DATA_FILE
 ) -> list[ToolComparison]:
     """One entry per row of ``tool_comparisons.csv`` whose source is among ``comparisons``."""
-    with path.open(encoding="utf-8") as handle:
-        rows = list(csv.DictReader(line for line in handle if not line.startswith("#")))
+    from rigwise.catalog.loader import read_commented_csv
+
+    rows = read_commented_csv(path)
     found: list[ToolComparison] = []
     for row in rows:
         same = [

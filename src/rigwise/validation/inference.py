@@ -11,7 +11,6 @@ named in ``fit_factor``; ``independent``: never used to fit); a file without it 
 
 from __future__ import annotations
 
-import csv
 import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -71,9 +70,9 @@ def _name_map(directory: str) -> dict[tuple[str, str], str | None]:
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
-    with path.open(encoding="utf-8", newline="") as handle:
-        lines = [line for line in handle if line.strip() and not line.startswith("#")]
-    return [{k: (v or "").strip() for k, v in row.items() if k} for row in csv.DictReader(lines)]
+    from rigwise.catalog.loader import read_commented_csv
+
+    return list(read_commented_csv(path))
 
 
 class _Names:
@@ -233,7 +232,7 @@ def _readers() -> list[tuple[str, Callable[..., Iterator[Measurement]]]]:
         ("q4_0_tg128_tps", _read_apple),
         ("tg128_tps_fa0", _read_cuda_scoreboard),
         ("total_output_throughput_tokens_per_s", _read_trtllm),
-        ("serving_metric", read_public_serving),
+        ("serving_metric", functools.partial(read_public_serving, measurement=Measurement)),
     ]
 
 

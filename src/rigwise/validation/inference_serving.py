@@ -4,15 +4,17 @@ tpot (seconds, means as the benchmarks print them)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 SERVING_METRICS = ("decode", "prefill", "serving", "ttft", "tpot")
 
 
-def read_public_serving(rows: list[dict[str, str]], names: Any, source: str) -> Iterator[Any]:
-    from rigwise.validation.inference import Measurement
-
+def read_public_serving(
+    rows: list[dict[str, str]], names: Any, source: str, measurement: Callable[..., Any]
+) -> Iterator[Any]:
+    """One ``measurement`` (``validation.inference.Measurement``, passed in: that module reads
+    this one) per row."""
     for row in rows:
         gpu, why_hw = names.get("gpu", row["gpu"])
         model, why_model = names.get("model", row["model"])
@@ -34,6 +36,6 @@ def read_public_serving(rows: list[dict[str, str]], names: Any, source: str) -> 
             f"{row['output_len']} c{row['concurrency']} {metric}"
         )
         skip = why_hw or why_model or ("" if metric in SERVING_METRICS else f"metric {metric}")
-        yield Measurement(
+        yield measurement(
             source, metric, label, options, float(row["value"]), role=row["role"], skip=skip
         )

@@ -163,11 +163,3 @@ def write_table(comparisons: Sequence[Comparison], path: Path | None = None) -> 
     target = path or data_path(TABLE_FILE)
     target.write_text(table_text(table_from(comparisons), len(_pool(comparisons))), "utf-8")
     return target
-
-
-def all_comparisons() -> list[Comparison]:
-    """Every packaged inference and training comparison (the validation runs of both)."""
-    from rigwise.validation.inference import validate_inference
-    from rigwise.validation.training import validate_training
-
-    return [*validate_inference().comparisons, *validate_training().comparisons]

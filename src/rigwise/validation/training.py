@@ -11,68 +11,31 @@ and, for the holdout, ``model_tflops_per_gpu`` / ``hardware_tflops_per_gpu``.
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import statistics
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rigwise.estimate.compute import training_factors
-from rigwise.estimate.training import Evaluation, evaluate
-from rigwise.estimate.training_layout import Layout, LayoutArrays, Workload, geometry
-from rigwise.estimate.training_step import Fabric
+from rigwise.estimate.training_layout import Layout, Workload
 from rigwise.validation.comparisons import ToolComparison, tool_comparisons
 from rigwise.validation.stats import (
-    NOT_MEASUREMENTS,
     Comparison,
     ErrorStats,
     per_source,
-    require_roles,
 )
-
-DATA_DIR = Path(__file__).parent / "data" / "training"
-GIB = 2.0**30
-
-
-def published_layout(row: Mapping[str, str], batch: int, **extra: Any) -> Layout:
-    """The layout a published Megatron/Korthikanti row ran (columns of the reference CSVs)."""
-    return Layout(
-        tp=int(row["tensor_parallel"]),
-        pp=int(row["pipeline_parallel"]),
-        dp=int(row["data_parallel"]),
-        vpp=int(row["pipeline_interleave_stages"] or 1),
-        micro_batch=int(row["micro_batch_size"]),
-        global_batch=batch,
-        **extra,
-    )
-
-
-def case(
-    source: str,
-    label: str,
-    metric: str,
-    measured: float,
-    predicted: float,
-    role: str,
-    fab: Fabric | None = None,
-    gpus: int = 1,
-    group: str = "",
-) -> Comparison:
-    """One published number next to rigwise's prediction (``stats.Comparison``); ``role`` is
-    the row's ``role`` column (fit | independent | formula); ``fab`` and ``gpus`` place the row
-    in its interval regime (formula rows have none)."""
-    regime = ""
-    if fab is not None and role != "formula":
-        from rigwise.estimate.plan_intervals import training_regime
-
-        kind = "train_memory" if metric == "memory_gib" else "train_throughput"
-        regime = training_regime(kind, fab.accelerator.id, gpus).key()
-    group = group or (fab.accelerator.id if fab is not None else "")
-    return Comparison(
-        source, metric, label, predicted, measured, role, regime=regime, group=group, devices=gpus
-    )
+from rigwise.validation.training_cases import (
+    DATA_DIR,
+    GIB,
+    case,
+    fabric,
+    gpt_spec,
+    predict,
+    published_layout,
+)
+from rigwise.validation.training_cases import assumptions as _assumptions
+from rigwise.validation.training_cases import rows as _rows
 
 
 @dataclass(frozen=True)
@@ -109,74 +72,6 @@ class TrainingValidation:
             "tool_comparisons": [t.to_dict() for t in self.tools],
             "comparisons": [c.to_dict() for c in self.comparisons],
         }
-
-
-def _rows(directory: Path, name: str) -> list[dict[str, str]]:
-    path = directory / name
-    if not path.exists():
-        return []
-    with path.open(encoding="utf-8") as handle:
-        lines = [line for line in handle if not line.lstrip().startswith("#")]
-    rows = [dict(row) for row in csv.DictReader(lines)]
-    if name not in NOT_MEASUREMENTS:
-        require_roles(path, rows)
-    return rows
-
-
-def _assumptions(directory: Path) -> dict[tuple[str, str], str]:
-    rows = _rows(directory, "assumptions.csv") or _rows(DATA_DIR, "assumptions.csv")
-    return {(row["file"], row["field"]): row["value"] for row in rows}
-
-
-def gpt_spec(hidden: int, heads: int, layers: int, vocab: int, seq: int, name: str) -> Any:
-    """A Megatron GPT (learned positions, tied embedding, GeLU MLP 4h, biases) from its shape."""
-    from rigwise.models import ModelSpec
-
-    per_layer = 12 * hidden * hidden + 13 * hidden
-    total = layers * per_layer + vocab * hidden + seq * hidden + 2 * hidden
-    return ModelSpec(
-        name=name,
-        architecture="gpt2",
-        num_layers=layers,
-        hidden_size=hidden,
-        intermediate_size=4 * hidden,
-        num_attention_heads=heads,
-        num_kv_heads=heads,
-        head_dim=hidden // heads,
-        vocab_size=vocab,
-        tie_word_embeddings=True,
-        max_context=seq,
-        params_total=total,
-        params_active=total,
-        params_embedding=vocab * hidden,
-        params_positions=seq * hidden,
-        gated_mlp=False,
-    )
-
-
-def fabric(
-    device: str,
-    per_node: int,
-    network: str | None,
-    ports: int,
-    memory_gib: float | None = None,
-    power_limit: float | None = None,
-    memory_bandwidth_gb_s: float | None = None,
-) -> Fabric:
-    from rigwise.hardware import get_accelerator, get_link
-
-    acc = get_accelerator(device)
-    if memory_gib:
-        acc = dataclasses.replace(acc, memory_bytes=memory_gib * GIB)
-    if memory_bandwidth_gb_s:
-        acc = dataclasses.replace(acc, memory_bandwidth_bytes_per_s=memory_bandwidth_gb_s * 1e9)
-    intra = get_link("nvswitch-gen3" if acc.id.startswith(("h100", "h200")) else "nvswitch-gen2")
-    return Fabric(acc, per_node, intra, get_link(network) if network else None, ports, power_limit)
-
-
-def predict(spec: Any, work: Workload, layout: Layout, fab: Fabric) -> Evaluation:
-    factors = training_factors(fab.accelerator.id)
-    return evaluate(geometry(spec), work, LayoutArrays.from_layouts([layout]), fab, factors)
 
 
 def _megatron_table1(directory: Path) -> Iterator[Comparison]:

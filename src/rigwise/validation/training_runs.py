@@ -11,7 +11,9 @@ from typing import Any
 from rigwise.estimate.compute import training_factors
 from rigwise.estimate.training_layout import Layout, Workload
 from rigwise.validation.stats import Comparison
-from rigwise.validation.training import GIB, _assumptions, _rows, case, fabric, gpt_spec, predict
+from rigwise.validation.training_cases import GIB, case, fabric, gpt_spec, predict
+from rigwise.validation.training_cases import assumptions as _assumptions
+from rigwise.validation.training_cases import rows as _rows
 
 TORCHTITAN = "torchtitan_llama3_training_benchmarks.csv"
 LLMFOUNDRY = "mosaicml_llmfoundry_mpt_training_benchmarks.csv"

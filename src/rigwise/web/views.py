@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from rigwise import __version__
 from rigwise.errors import RigwiseError, validation_message
 from rigwise.serialize import to_jsonable
+from rigwise.units import GiB
 from rigwise.web import charts
 from rigwise.web.inputs import web_options
 
@@ -76,7 +77,7 @@ def compare_context(params: Mapping[str, str]) -> dict[str, Any]:
     if devices:
         points = [
             {
-                "memory GiB": d["memory_bytes"] / 2**30,
+                "memory GiB": d["memory_bytes"] / GiB,
                 "bandwidth GB/s": d["memory_bandwidth_bytes_per_s"] / 1e9,
                 "name": d["name"],
             }
