@@ -130,3 +130,19 @@ def test_llama_bench_csv_and_ollama_verbose_are_read() -> None:
     with pytest.raises(InputError, match="Not a llama-bench"):
         parse("hello")
     assert quant_from_model_type("llama 70B Q5_K - Small") == "Q5_K_S"
+
+
+def test_the_cli_imports_a_file_and_calibrated_plans_name_the_run(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from rigwise.cli import cli
+
+    runner = CliRunner()
+    path = _llama_bench(tmp_path / "lb.json", 135.0)
+    done = runner.invoke(cli, ["bench", "import", str(path), "--model", "llama-3.1-8b"])
+    assert done.exit_code == 0, done.output
+    assert "decode" in done.output and "with this calibration" in done.output
+    assert "stored as run" in done.output
+    plan = runner.invoke(cli, ["infer", "llama-3.1-8b", "--on", "rtx-4090", "--calibrated"])
+    assert plan.exit_code == 0, plan.output
+    assert "calibration from run 1, import: lb.json" in plan.output

@@ -111,9 +111,12 @@ def _fake_run(options: InferOptions) -> Any:
     return _FakePlan(False, "does not fit", _Memory(36e9, 24e9, 34e9), None, reason="too big")
 
 
-def test_levers_that_fix_the_fit_come_first_fastest_first() -> None:
+def test_levers_that_fix_the_fit_come_first_lossless_before_fewer_bits() -> None:
+    """Both fix the fit; the second card keeps the model's quality, so it ranks before the
+    faster Q4_K_M, which is marked as losing quality (api/levers.py ranking)."""
     options = InferOptions(model="m", on="rtx-3090", prompt=512, gen=128, quant="Q8_0")
     levers = suggest_levers(options, _fake_run(options), _fake_run)
-    assert [lever.change for lever in levers[:2]] == [{"quant": "Q4_K_M"}, {"on": "2x rtx-3090"}]
-    assert levers[0].description.startswith("Q4_K_M instead of Q8_0: fits")
+    assert [lever.change for lever in levers[:2]] == [{"on": "2x rtx-3090"}, {"quant": "Q4_K_M"}]
+    assert levers[1].description.startswith("Q4_K_M instead of Q8_0: fits")
+    assert levers[1].quality_loss and not levers[0].quality_loss
     assert all(lever.fixes_fit for lever in levers[:2])

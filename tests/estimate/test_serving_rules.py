@@ -92,3 +92,23 @@ def test_ollama_reserves_its_own_default_context_by_vram() -> None:
     assert engine_defaults("vllm", 80 * 2**30).default_context == 0
     plan = _plan(model="llama-3-8b", on="rtx-3060-12gb", engine="ollama")
     assert plan.workload.context == 4096  # type: ignore[attr-defined]
+
+
+def test_a_model_defaults_to_the_format_it_is_released_in() -> None:
+    """gpt-oss ships its experts in MXFP4 (config.json quantization_config), DeepSeek-V3 in
+    block FP8; GGUF engines keep their own quant for DeepSeek (no native GGUF)."""
+    assert _plan(model="gpt-oss-20b", on="rtx-4090").quant == "MXFP4_MOE"  # type: ignore[attr-defined]
+    assert _plan(model="gpt-oss-120b", on="h100-sxm", engine="vllm").quant == "MXFP4_MOE"  # type: ignore[attr-defined]
+    assert _plan(model="deepseek-v3", on="dgx-h200").quant == "FP8"  # type: ignore[attr-defined]
+    assert _plan(model="deepseek-v3", on="dgx-h200", engine="llama.cpp").quant == "Q4_K_M"  # type: ignore[attr-defined]
+    assert _plan(model="gpt-oss-20b", on="rtx-4090", quant="Q8_0").quant == "Q8_0"  # type: ignore[attr-defined]
+
+
+def test_ollama_offloads_layers_by_itself_llama_cpp_only_when_asked() -> None:
+    """gpt-oss-20b (13.8 GB in MXFP4) on a 12 GB card: Ollama splits it with system RAM
+    (engine_defaults.csv auto_offload); llama.cpp without --offload auto does not fit."""
+    base = dict(model="gpt-oss-20b", on="rtx-3060-12gb", host="ryzen-9-7950x-ddr5-6000")
+    ollama = _plan(**base, engine="ollama")
+    assert ollama.fits and ollama.memory.host_offload_bytes > 1e9  # type: ignore[attr-defined]
+    assert not _plan(**base, engine="llama.cpp").fits  # type: ignore[attr-defined]
+    assert _plan(**base, engine="llama.cpp", offload="auto").fits  # type: ignore[attr-defined]

@@ -132,3 +132,24 @@ def test_goodput_stretches_time_and_cost() -> None:
     real = plan_training(**common, goodput=0.8, price=2.0)
     assert real.gpu_hours == pytest.approx(ideal.gpu_hours / 0.8)
     assert real.cost_usd == pytest.approx(ideal.cost_usd / 0.8)
+
+
+def test_torchtitan_preset_memory_against_its_published_table() -> None:
+    """torchtitan 2024-12 Table 1: Llama 3.1 8B, FSDP on 8 H100 (96 GB), local batch 2 at
+    8192 tokens, eager: 82.4 GiB peak (a torchtitan memory row no factor was fitted on)."""
+    plan = plan_training(
+        model="llama-3.1-8b",
+        on="8x h100-sxm",
+        framework="torchtitan",
+        seq=8192,
+        global_batch=16,
+        micro_batch=2,
+    )
+    assert plan.layout is not None and plan.layout.zero == 3
+    assert plan.layout.recompute == "selective" and plan.memory_per_gpu is not None
+    assert plan.memory_per_gpu.total_bytes / 2**30 == pytest.approx(82.4, rel=0.10)
+
+
+def test_a_preset_zero_stage_on_one_replica_is_a_no_op_not_an_error() -> None:
+    plan = plan_training(model="llama-3.1-8b", on="8x h100-sxm", framework="megatron", tp=8)
+    assert plan.fits and plan.layout is not None and plan.layout.dp == 1

@@ -103,7 +103,7 @@ def test_held_out_coverage_is_computed_and_near_eighty_percent_overall(
     rows = sum(c.rows for c in coverage)
     covered = sum(c.covered for c in coverage)
     assert rows >= 400
-    # measured at writing: 390 / 488 = 80 %; per regime it ranges from 31 % (multi-GPU prefill
+    # measured at writing: 401 / 499 = 80 %; per regime it ranges from 31 % (multi-GPU prefill
     # on GeForce cards) to 100 % (the README's per-regime table names each miss)
     assert 0.75 <= covered / rows <= 0.85
 

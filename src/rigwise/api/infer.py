@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from rigwise.api._lookup import cached_cluster, cached_model
 from rigwise.api.levers import suggest_levers
 from rigwise.errors import InputError, validation_message
+from rigwise.estimate.engine_rules import native_format
 from rigwise.estimate.inference import (
     Context,
     Phase,
@@ -349,7 +350,9 @@ def _plan(opts: InferOptions) -> InferencePlan:
     cluster = _cluster(opts.on, opts.nodes, opts.network, opts.cluster)
     engine = opts.engine or default_engine(cluster, opts.concurrency)
     _check_engine(engine, cluster)
-    quant = _canonical_quant(opts.quant or _default_quant(engine, cluster))
+    quant = _canonical_quant(
+        opts.quant or native_format(spec.name, engine) or _default_quant(engine, cluster)
+    )
     kv_dtype = opts.kv_quant or _default_kv(engine, quant)
     stages = _with_host(_stages(opts, cluster, engine, spec.num_layers), opts.host)
     notes: list[str] = []

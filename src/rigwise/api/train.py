@@ -390,8 +390,9 @@ def _single(
     broken = [
         reason for reason, bad in prune_rules(geo, work, lay, gpus, fabric.gpus_per_node) if bad[0]
     ]
-    # A user may ask for SP with tp=1 (a no-op) or TP without SP: both are valid layouts.
-    broken = [b for b in broken if not b.startswith("sequence parallel")]
+    # A user (or a framework preset) may ask for SP with tp=1 or ZeRO with one data-parallel
+    # rank (both no-ops), or TP without SP: all are valid layouts.
+    broken = [b for b in broken if not b.startswith(("sequence parallel", "ZeRO needs"))]
     if broken:
         return _infeasible(
             spec, fabric, gpus, layout, "; ".join(broken) + f" (layout {_short(layout)})"

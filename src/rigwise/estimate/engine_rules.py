@@ -187,3 +187,15 @@ def engine_defaults(engine: str, memory_bytes: float) -> EngineDefaults:
                 int(row["default_context"]), row["auto_offload"].lower() == "true", row["source"]
             )
     return EngineDefaults(0, False, "")
+
+
+@functools.cache
+def native_format(model: str, engine: str) -> str | None:
+    """The format ``model`` is released in, if ``engine`` loads that checkpoint as is
+    (model_native_formats.csv); None: the engine's own default applies."""
+    for row in read_csv("model_native_formats.csv"):
+        if fnmatch.fnmatchcase(model, row["model"]) and any(
+            fnmatch.fnmatchcase(engine, p) for p in _globs(row["engines"])
+        ):
+            return row["quant"]
+    return None

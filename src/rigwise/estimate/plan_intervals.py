@@ -8,6 +8,7 @@ ranges come from ``estimate/intervals.py`` (a table computed by ``rigwise valida
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from rigwise.estimate.intervals import (
@@ -46,6 +47,7 @@ def training_regime(metric: str, accelerator: str, devices: int, precision: str 
     )
 
 
+@functools.lru_cache(maxsize=256)
 def _device_class_of(accelerator_id: str) -> str:
     from rigwise.estimate.inference_memory import device_class
     from rigwise.hardware import get_accelerator

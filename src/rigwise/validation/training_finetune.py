@@ -19,6 +19,7 @@ SOURCE = "fine-tune memory (not in shared/)"
 
 def finetune_memory_cases(directory: Path) -> Iterator[Comparison]:
     from rigwise.api.train import plan_training
+    from rigwise.estimate.plan_intervals import training_regime
     from rigwise.validation.training_cases import rows as _rows
 
     for row in _rows(directory, FILE):
@@ -46,6 +47,15 @@ def finetune_memory_cases(directory: Path) -> Iterator[Comparison]:
         if plan.memory_per_gpu is None:
             continue
         predicted = plan.memory_per_gpu.total_bytes / GIB
+        regime = training_regime("train_memory", plan.accelerator, gpus)
         yield Comparison(
-            SOURCE, "memory_gib", row["run"], predicted, float(row["value"]), row["role"]
+            SOURCE,
+            "memory_gib",
+            row["run"],
+            predicted,
+            float(row["value"]),
+            row["role"],
+            regime=regime.key(),
+            group=plan.accelerator,  # held-out coverage leaves a device out
+            devices=gpus,
         )

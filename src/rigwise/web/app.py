@@ -18,7 +18,7 @@ from pydantic import AfterValidator, BaseModel, ValidationError, create_model
 from rigwise import __version__
 from rigwise.errors import RigwiseError
 from rigwise.serialize import to_jsonable
-from rigwise.web import views
+from rigwise.web import oi_routes, views
 from rigwise.web.inputs import MAX_UPLOAD_BYTES, SERVER_FILE_KEYS, Upload, uploaded, web_options
 from rigwise.web.limits import RequestBudget
 
@@ -188,6 +188,8 @@ def create_app() -> FastAPI:
     def grid_page(request: Request) -> HTMLResponse:
         return render(request, "grid.html", views.grid_context(_grid_client()))
 
+    oi_routes.register(app, render)
+
     _api_routes(
         app, query_model(InferOptions, "InferQuery"), query_model(TrainOptions, "TrainQuery")
     )
@@ -273,10 +275,8 @@ def _api_routes(app: FastAPI, infer_query: type[BaseModel], train_query: type[Ba
 
 
 def _build_route(app: FastAPI) -> None:
-    try:
-        from rigwise.design.api import BuildOptions, design_builds
-    except ImportError:  # the designer is optional until it lands
-        return
+    from rigwise.design.api import BuildOptions, design_builds
+
     build_query = query_model(BuildOptions, "BuildQuery")
 
     @app.get(

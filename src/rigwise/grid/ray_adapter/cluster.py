@@ -36,36 +36,44 @@ SERVE_TIMEOUT_S = 120.0
 STORE_TIMEOUT_S = 60.0  # a storage node that does not answer in this time counts as missing
 PROCESS_FILE = "ray-processes.json"
 STOP_GRACE_S = 15.0  # SIGTERM, then SIGKILL for what is still running after this
-# Ray's GCS declares a raylet dead after `failure_threshold` missed checks every `period_ms`
-# (defaults 5 x 3 s, plus a 10 s timeout): the grid's head checks every second, so a killed
-# worker is reported within ~3-4 s (RayConfig reads RAY_<name> variables).
-HEALTH_CHECK_ENV = {
-    "RAY_health_check_period_ms": "1000",
-    "RAY_health_check_timeout_ms": "1000",
-    "RAY_health_check_failure_threshold": "3",
-}
+# Ray's GCS declares a raylet dead after `failure_threshold` failed checks, one every
+# `period_ms` (Ray's defaults: 3 s apart). The grid's head checks every second: a killed worker
+# refuses the check at once, so it is reported within ~5 s, while a live but busy one must
+# miss five 3-s timeouts in a row first (RayConfig reads these RAY_<name> variables).
+HEALTH_CHECK = {"period_ms": 1000, "timeout_ms": 3000, "failure_threshold": 5}
+HEALTH_CHECK_ENV = {f"RAY_health_check_{key}": str(value) for key, value in HEALTH_CHECK.items()}
 
 
 def _ray_executable() -> str:
     return str(Path(sys.executable).with_name("ray"))
 
 
+# Ray gives a new raylet a fixed 30 s to register with the GCS (ray/_private/node.py); a busy
+# machine can miss that, so a start that timed out is cleaned up and tried again.
+START_ATTEMPTS = 3
+START_TIMED_OUT = "timed out during startup"
+
+
 def _ray_cli(args: list[str], ray_token: str, extra_env: dict[str, str] | None = None) -> int:
     """Run ``ray ARGS`` in a new process session; its process group id (= its pid)."""
     env = {**os.environ, **ray_auth_env(ray_token), **(extra_env or {})}
-    process = subprocess.Popen(
-        [_ray_executable(), *args],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    _, stderr = process.communicate()
-    if process.returncode != 0:
-        tail = "\n".join(stderr.splitlines()[-5:])
-        raise GridError(f"`ray {args[0]}` failed: {tail}", hint="Check the address and ports.")
-    return process.pid
+    for attempt in range(1, START_ATTEMPTS + 1):
+        process = subprocess.Popen(
+            [_ray_executable(), *args],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        _, stderr = process.communicate()
+        if process.returncode == 0:
+            return process.pid
+        stop_group(process.pid)  # what the failed start left behind
+        if START_TIMED_OUT not in stderr or attempt == START_ATTEMPTS:
+            break
+    tail = "\n".join(stderr.splitlines()[-5:])
+    raise GridError(f"`ray {args[0]}` failed: {tail}", hint="Check the address and ports.")
 
 
 def _group(pgid: int) -> list[psutil.Process]:
@@ -190,19 +198,36 @@ def stop_group(pgid: int) -> int:
     return len(members)
 
 
+def _running(process: psutil.Process) -> bool:
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _wait_gone(processes: list[psutil.Process], timeout: float) -> list[psutil.Process]:
+    """The processes still running after up to ``timeout`` s (an exited one is gone, even
+    while it waits for its parent to reap it)."""
+    deadline = time.monotonic() + timeout
+    alive = [p for p in processes if _running(p)]
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.1)
+        alive = [p for p in alive if _running(p)]
+    return alive
+
+
 def _terminate(processes: list[psutil.Process]) -> None:
     for process in processes:
         try:
             process.send_signal(signal.SIGTERM)
         except psutil.Error:
             continue
-    _, alive = psutil.wait_procs(processes, timeout=STOP_GRACE_S)
-    for process in alive:
+    for process in _wait_gone(processes, STOP_GRACE_S):
         try:
             process.kill()
         except psutil.Error:
             continue
-    psutil.wait_procs(alive, timeout=5)
+    _wait_gone(processes, 5.0)
 
 
 def start_worker(
@@ -267,20 +292,26 @@ def start_member(
     }
     env = {**os.environ, **ray_auth_env(ray_token), "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
     command = [sys.executable, "-m", "rigwise.grid.ray_adapter.member", json.dumps(spec)]
-    with tempfile.TemporaryFile("w+") as errors:
-        process = subprocess.Popen(
-            command,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=errors,
-            text=True,
-            start_new_session=True,
-        )
-        if _wait_ready(process):
-            return process.pid
-        stop_group(process.pid)
-        errors.seek(0)
-        tail = " | ".join(errors.read().strip().splitlines()[-3:])
+    tail = ""
+    for _ in range(START_ATTEMPTS):
+        with tempfile.TemporaryFile("w+") as errors:
+            process = subprocess.Popen(
+                command,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=errors,
+                text=True,
+                start_new_session=True,
+            )
+            if _wait_ready(process):
+                return process.pid
+            stop_group(process.pid)
+            process.wait(timeout=60)
+            errors.seek(0)
+            text = errors.read()
+            tail = " | ".join(text.strip().splitlines()[-3:])
+        if START_TIMED_OUT not in text:
+            break
     raise GridError(
         f"This machine's Ray worker for the grid at {address} did not start: {tail}",
         hint="Check that the coordinator runs (rigwise grid up) and its Ray port is free.",
