@@ -94,8 +94,10 @@ def sort_devices(devices: list[Accelerator], key: str) -> list[Accelerator]:
     return sorted(known, key=value_of, reverse=descending) + unknown
 
 
-def list_gpus(**options: Any) -> GpuList:
-    opts = GpusOptions(**options)
+def list_gpus(options: GpusOptions | None = None, /, **fields: object) -> GpuList:
+    """The catalog filtered and sorted: a ``GpusOptions``, or its fields as keywords."""
+    given = {**(options.model_dump(exclude_unset=True) if options else {}), **fields}
+    opts = options if options is not None and not fields else GpusOptions.model_validate(given)
     notes: list[str] = []
     if opts.names:
         devices = []

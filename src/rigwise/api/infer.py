@@ -296,7 +296,8 @@ def plan_inference(options: InferOptions | None = None, /, **fields: object) -> 
 
         given = {**(options.model_dump(exclude_unset=True) if options else {}), **fields}
         spec = _model(str(given["model"]))
-        return plan_with_max(given, plan_inference, _replan, spec)
+        at_max: InferencePlan = plan_with_max(given, plan_inference, _replan, spec)
+        return at_max
     opts = _options(options, fields)
     plan = _plan(opts)
     if opts.levers:

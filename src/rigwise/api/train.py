@@ -368,6 +368,8 @@ def _longest_seq(
         return _plan(opts, spec, geo, _workload(opts, spec, gpus, seq), fabric, factors, gpus)
 
     context = int(getattr(spec, "max_context", 0) or 0)
+    seq: int
+    plan: TrainingPlan
     seq, plan = longest_fitting(attempt, context, SEQ_STEP)
     if not plan.fits:
         return replace(plan, reason=f"not even {SEQ_STEP} tokens fit: {plan.reason}")
