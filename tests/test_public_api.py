@@ -40,7 +40,8 @@ def test_planners_take_one_typed_options_object_or_its_fields() -> None:
     by_keywords = rigwise.plan_inference(model="llama-3.1-8b", on="rtx-4090", levers=False)
     assert by_object == by_keywords
     longer = rigwise.plan_inference(options, context=8192)  # keywords override the object
-    assert longer.workload.context == 8192 and by_object.workload.context == 640
+    # llama.cpp's default context (4096, engine_defaults.csv) unless overridden
+    assert longer.workload.context == 8192 and by_object.workload.context == 4096
     train = rigwise.TrainOptions(model="llama-3.1-8b", on="rtx-4090", method="qlora")
     assert rigwise.plan_training(train).fits == rigwise.plan_training(train, seq=1024).fits
 

@@ -93,10 +93,8 @@ def expected(
 
 def bench_model(name: str) -> tuple[Any | None, str | None]:
     """The catalog ModelSpec the LLM benchmark is shaped after, or (None, why not)."""
-    try:
-        from rigwise.models import load_model
-    except ImportError as exc:
-        return None, f"the model reader is not available ({exc})"
+    from rigwise.models import load_model
+
     try:
         return load_model(name), None
     except RigwiseError as exc:
@@ -138,10 +136,8 @@ def predict_llm(
     """(prefill tok/s, decode tok/s, why not) from the inference planner."""
     if accelerator_id is None:
         return None, None, "device not in the catalog"
-    try:
-        from rigwise.api.infer import plan_inference
-    except ImportError as exc:
-        return None, None, f"the inference planner is not available ({exc})"
+    from rigwise.api.infer import plan_inference
+
     try:
         plan = plan_inference(
             model=str(config_path),

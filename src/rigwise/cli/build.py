@@ -78,26 +78,35 @@ def _print_check(data: dict[str, Any]) -> None:
 
 @click.command()
 @click.argument("model")
-@click.option("--task", type=click.Choice(["infer", "serve", "finetune", "train"]), default="infer")
+@click.option(
+    "--task",
+    type=click.Choice(["infer", "serve", "finetune", "train"]),
+    default="infer",
+    show_default=True,
+    help="What the build is for.",
+)
 @click.option("--target-tps", type=float, default=None, help="Decode tokens/s to reach.")
-@click.option("--concurrency", type=int, default=1)
+@click.option("--concurrency", type=int, default=1, help="Concurrent requests (--task serve).")
 @click.option("--deadline", default=None, help="Training deadline, e.g. 30d.")
 @click.option("--tokens", default=None, help="Training tokens, e.g. 2B.")
 @click.option("--budget", type=float, default=None, help="Purchase budget in USD.")
 @click.option("--power-limit", type=float, default=None, help="GPU power limit in watts.")
 @click.option("--new/--used", "new", default=False, help="Price parts new or used (default used).")
 @click.option(
-    "--form", type=click.Choice(["desktop", "workstation", "server", "rack"]), default=None
+    "--form",
+    type=click.Choice(["desktop", "workstation", "server", "rack"]),
+    default=None,
+    help="Only builds of this form factor.",
 )
 @click.option("--circuit", default="us-120v-15a", help="Wall circuit id (parts/circuits.csv).")
-@click.option("--usd-per-kwh", type=float, default=None)
+@click.option("--usd-per-kwh", type=float, default=None, help="Electricity price (USD per kWh).")
 @click.option(
     "--region", default=None, help="Electricity price region (parts/electricity_prices.csv)."
 )
-@click.option("--hours-per-day", type=float, default=None)
-@click.option("--years", type=float, default=None)
+@click.option("--hours-per-day", type=float, default=None, help="Hours a day the rig runs.")
+@click.option("--years", type=float, default=None, help="Years of ownership for the TCO.")
 @click.option("--max-price-age", type=float, default=None, help="Days before a price is stale.")
-@click.option("--today", "today_text", default=None)
+@click.option("--today", "today_text", default=None, help="Date prices are judged against.")
 @click.option("--top", type=int, default=10, help="How many options to list.")
 @click.option(
     "--method",
@@ -112,7 +121,12 @@ def _print_check(data: dict[str, Any]) -> None:
     help="Order: target (clean checks, cheapest that meets the target, then faster), "
     "price, speed or tco.",
 )
-@click.option("--plot-dir", type=click.Path(file_okay=False), default=None)
+@click.option(
+    "--plot-dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Write a price/speed plot of the builds into this folder.",
+)
 @click.option("--pool-on", default=None, help="Pooled-memory question: the node hardware.")
 @click.option("--nodes", type=int, default=2, help="Nodes in the pool (with --pool-on).")
 @click.option("--network", default="10gbe", help="Network between pooled nodes.")
@@ -120,9 +134,15 @@ def _print_check(data: dict[str, Any]) -> None:
 @click.option("--quant", default=None, help="Weight format for --pool-on.")
 @click.option("--nas-dataset", default=None, help="Size a NAS node for this dataset, e.g. 40TB.")
 @click.option("--nas-read", default="1GB", help="Read throughput the NAS must give per second.")
-@click.option("--raid", type=click.Choice(["raid6", "raid10"]), default="raid6")
+@click.option(
+    "--raid",
+    type=click.Choice(["raid6", "raid10"]),
+    default="raid6",
+    show_default=True,
+    help="RAID level of the storage question.",
+)
 @click.option("--drive", default="hdd-20tb", help="Drive id (parts/storage.csv).")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def build(model: str, **options: Any) -> int:
     """Ranked builds (box, multi-GPU, several boxes, Apple, renting) for MODEL.
 

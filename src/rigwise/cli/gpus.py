@@ -194,7 +194,12 @@ def select(
 
 @click.group(invoke_without_command=True)
 @click.option(
-    "--sort", "sort", type=click.Choice(sorted(SORT_KEYS)), default="bf16", show_default=True
+    "--sort",
+    "sort",
+    type=click.Choice(sorted(SORT_KEYS)),
+    default="bf16",
+    show_default=True,
+    help="Order of the list (best first).",
 )
 @click.option("--vendor", multiple=True, help="nvidia, amd, intel, apple, google (repeatable).")
 @click.option(

@@ -81,7 +81,7 @@ def up(
 @click.option("--data-dir", default="./rigwise-grid", show_default=True, help="State folder.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def down(data_dir: str, as_json: bool) -> None:
-    """Stop the Ray processes ``grid up`` started for DATA_DIR (its head, and this machine's
+    """Stop the Ray processes 'grid up' started for DATA_DIR (its head, and this machine's
     members of that grid) and nothing else: other Ray clusters keep running. State is kept."""
     from rigwise.errors import InputError
     from rigwise.grid.config import RAY_TOKEN_FILE

@@ -176,7 +176,7 @@ def eval_command(
 def run_command(
     model: str, prompt: str, tokens: int, url: str | None, token: str | None, as_json: bool
 ) -> None:
-    """Run inference on a model (``best`` = top of the leaderboard) on the grid's Ray Serve."""
+    """Run inference on a model ('best' = top of the leaderboard) on the grid's Ray Serve."""
     client = grid_client(url, token)
     answer = _wait(client, client.run(model, prompt, tokens)["id"], 3600)
     if as_json:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from typing import Any
 
@@ -26,9 +25,7 @@ def _options(**kwargs: Any) -> dict[str, Any]:
 
 def _calibration(on: str | None) -> dict[str, float]:
     """Measured factors stored by `rigwise bench` for the device in --on."""
-    if importlib.util.find_spec("rigwise.bench.calibration") is None:
-        fail("--calibrated needs rigwise.bench.calibration (run `rigwise bench` first).")
-    from rigwise.bench import calibration  # type: ignore[import-not-found,unused-ignore]
+    from rigwise.bench import calibration
     from rigwise.hardware import parse_node
 
     if not on:

@@ -27,6 +27,7 @@ def _options(func: Any) -> Any:
             type=click.Choice(["pretrain", "full", "lora", "qlora"]),
             default="pretrain",
             show_default=True,
+            help="What is trained: pretraining, full fine-tune, LoRA or QLoRA.",
         ),
         click.option(
             "--framework",
@@ -165,6 +166,7 @@ def _options(func: Any) -> Any:
             type=click.Choice(["time", "cost", "energy"]),
             default="time",
             show_default=True,
+            help="With --search: what the best layout minimises.",
         ),
         click.option(
             "--allow-fewer-gpus",

@@ -9,7 +9,13 @@ import click
 
 @click.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
-@click.option("--port", default=8300, show_default=True, type=click.IntRange(1, 65535))
+@click.option(
+    "--port",
+    default=8300,
+    show_default=True,
+    type=click.IntRange(1, 65535),
+    help="Port to serve the UI on.",
+)
 @click.option("--grid-url", envvar="RIGWISE_GRID_URL", help="A grid coordinator to show.")
 @click.option("--grid-token", envvar="RIGWISE_GRID_TOKEN", help="Its token.")
 def ui(host: str, port: int, grid_url: str | None, grid_token: str | None) -> None:

@@ -200,7 +200,12 @@ def release(store: Store, exp_id: str) -> None:
 
 
 def holders(store: Store) -> list[tuple[str, int, str]]:
-    return [tuple(r) for r in store.db.execute("SELECT * FROM leases ORDER BY mea, electrode")]
+    return [
+        tuple(r)
+        for r in store.db.execute(
+            "SELECT * FROM leases WHERE mea NOT LIKE 'pump:%' ORDER BY mea, electrode"
+        )
+    ]
 
 
 # -- running ---------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from rigwise.oi.controller import Controller
 from rigwise.oi.experiments import recover, try_next
 from rigwise.oi.faults import FaultSpec
 from rigwise.oi.mea import Mea, SimMea
+from rigwise.oi.ownership import claim_pumps, release_pumps
 from rigwise.oi.resume import resume
 from rigwise.oi.simulate import SimRig, build_sim
 from rigwise.oi.store import Store
@@ -98,6 +99,7 @@ def run_sim(
         rig.clock.t_s = rig.plant.state.t_s
     rig.controller.start_s = rig.clock.now()
     rig.controller.last_step_s = None
+    claim_pumps(store, sorted(rig.pumps), rig.clock.now())
     found = resume(rig.controller) if store.last_event() else {}
     recover(store, rig.clock.now())
     last_ack = store.last_event(("alarm_acked",))
@@ -114,6 +116,7 @@ def run_sim(
         rig.controller.safe_state()
         store.save_world(rig.plant.snapshot())
         rig.controller.flush()
+        release_pumps(store)
     return _summary(rig.controller, steps, rig.clock.now(), found, ran)
 
 
@@ -158,6 +161,7 @@ def run_hardware(
         period_s=period_s,
         series_every_s=period_s,
     )
+    claim_pumps(store, sorted(devices.pumps), clock.now())
     found = resume(ctrl) if store.last_event() else {}
     recover(store, clock.now())
     steps = round(duration_s / period_s)
@@ -170,4 +174,5 @@ def run_hardware(
     finally:
         ctrl.safe_state()
         ctrl.flush()
+        release_pumps(store)
     return _summary(ctrl, steps, clock.now(), found, 0)

@@ -16,10 +16,8 @@ def find_accelerator(name: str) -> Any | None:
     """The catalog ``Accelerator`` for a driver's device name, or None."""
     if not name:
         return None
-    try:
-        from rigwise.hardware import get_accelerator
-    except ImportError:
-        return None
+    from rigwise.hardware import get_accelerator
+
     candidates = [name]
     # Drivers add form-factor words the catalog may not alias ("NVIDIA H100 80GB HBM3").
     for suffix in (" PCIe", " SXM", " HBM3", " HBM3e"):

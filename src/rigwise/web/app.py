@@ -275,10 +275,8 @@ def _api_routes(app: FastAPI, infer_query: type[BaseModel], train_query: type[Ba
 
 
 def _build_route(app: FastAPI) -> None:
-    try:
-        from rigwise.design.api import BuildOptions, design_builds
-    except ImportError:  # the designer is optional until it lands
-        return
+    from rigwise.design.api import BuildOptions, design_builds
+
     build_query = query_model(BuildOptions, "BuildQuery")
 
     @app.get(
