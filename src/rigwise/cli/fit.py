@@ -43,7 +43,9 @@ def fit(as_json: bool, limit: int, **kwargs: Any) -> int:
 def _rate(value: float | None, band: Any = None) -> str:
     if value is None:
         return "-"
-    return f"{value:,.1f}" + (f" ({band[0]:,.0f}-{band[1]:,.0f})" if band else "")
+    digits = ",.1f" if value < 100 else ",.0f"
+    text = f"{value:{digits}}"
+    return text + (f" ({band[0]:{digits}}-{band[1]:{digits}})" if band else "")
 
 
 def render(report: Any, limit: int = 0) -> None:
