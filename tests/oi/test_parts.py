@@ -116,3 +116,31 @@ def test_health_is_unknown_with_too_few_samples() -> None:
     tracker = HealthTracker(load_constants())
     assert tracker.index(False, 0.0).status == "UNKNOWN"
     assert tracker.index(True, 0.0).status == "ALARM"
+
+
+def test_rolling_volume_cap_refuses_and_logs(constants) -> None:  # type: ignore[no-untyped-def]
+    from rigwise.oi.simulate import build_sim
+
+    tight = constants.with_overrides(rolling_cap_ml=0.3)
+    rig = build_sim(tight, (), 1, Store(), period_s=60.0)
+    advance(rig, 43200 + 2 * 3600)
+    refusals = rig.controller.store.events(("dose_refused",))
+    assert refusals and refusals[0].data["reason"] == "rolling-window volume cap"
+    drains = [
+        (e.t_s, e.data["ml"])
+        for e in rig.controller.store.events(("dose_intent",))
+        if e.data["pump"] == "drain"
+    ]
+    for t, _ in drains:  # never more than the cap within any window
+        window = sum(ml for u, ml in drains if t - 3600.0 < u <= t)
+        assert window <= 0.3 + 1e-9
+
+
+def test_a_stalled_loop_latches_loss_of_control(make_rig) -> None:  # type: ignore[no-untyped-def]
+    rig = make_rig()
+    advance(rig, 600)
+    rig.clock.sleep(5 * rig.controller.period_s)  # the loop stalled for five periods
+    rig.controller.step()
+    kinds = {a.kind for a in rig.controller.book.latched}
+    assert AlarmKind.LOSS_OF_CONTROL in kinds
+    assert not rig.controller.book.heater_allowed()

@@ -196,7 +196,10 @@ class Controller:
         if sched.finished(level):
             self._finish_exchange(t, values)
             return
+        capped = sched.refusals.get("rolling_cap", 0)
         dose = sched.next_dose(t, level)
+        if sched.refusals.get("rolling_cap", 0) > capped:
+            self.store.append("dose_refused", t, {"reason": "rolling-window volume cap"})
         if dose is not None:
             reason = self._refusal(dose, values)
             if reason:
