@@ -40,14 +40,17 @@ def test_planners_take_one_typed_options_object_or_its_fields() -> None:
     by_keywords = rigwise.plan_inference(model="llama-3.1-8b", on="rtx-4090", levers=False)
     assert by_object == by_keywords
     longer = rigwise.plan_inference(options, context=8192)  # keywords override the object
-    assert longer.workload.context == 8192 and by_object.workload.context == 640
+    # llama.cpp's default context (4096, engine_defaults.csv) unless overridden
+    assert longer.workload.context == 8192 and by_object.workload.context == 4096
     train = rigwise.TrainOptions(model="llama-3.1-8b", on="rtx-4090", method="qlora")
     assert rigwise.plan_training(train).fits == rigwise.plan_training(train, seq=1024).fits
 
 
 def test_every_option_is_documented_where_it_is_declared() -> None:
+    from rigwise.api.docs import described
+
     for options in (rigwise.InferOptions, rigwise.TrainOptions):
-        undocumented = [n for n, f in options.model_fields.items() if not f.description]
+        undocumented = [name for name, text in described(options).items() if not text]
         assert undocumented == [], f"{options.__name__}: add a docstring line under {undocumented}"
 
 
@@ -65,3 +68,18 @@ def test_plans_are_frozen_with_typed_parts() -> None:
         pass
     else:
         raise AssertionError("InferencePlan must be frozen")
+
+
+def test_option_docs_are_read_from_the_class_body_when_asked() -> None:
+    from pydantic import BaseModel
+
+    from rigwise.api.docs import described
+
+    class Options(BaseModel):
+        model: str
+        """The model."""
+        on: str | None = None
+        quiet: bool = False
+        """Say less."""
+
+    assert described(Options) == {"model": "The model.", "on": "", "quiet": "Say less."}

@@ -95,11 +95,21 @@ class JsonObject:
 def to_jsonable(value: object) -> Any:
     """Dataclasses, mappings, enums, tuples and non-finite floats to plain JSON values (a
     ``Json``; typed ``Any`` so that callers may index into the object they know they made)."""
-    if value is None or isinstance(value, bool | int | str):
+    cls = type(value)
+    if cls is str or cls is int or cls is bool or value is None:  # the common cases, first
+        return value
+    if cls is float:
+        return value if math.isfinite(value) else None  # type: ignore[arg-type]
+    if cls is dict:
+        return {
+            (k if type(k) is str else str(k)): to_jsonable(v)
+            for k, v in value.items()  # type: ignore[attr-defined]
+        }
+    if isinstance(value, bool | int | str):
         return value
     if isinstance(value, float):
         return value if math.isfinite(value) else None
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    if hasattr(cls, "__dataclass_fields__"):
         to_dict = getattr(value, "to_dict", None)
         if to_dict is not None and not getattr(value, "json_generic", False):
             return to_jsonable(to_dict())  # a class that still writes its own

@@ -1,15 +1,15 @@
 """Guards for what enters rigwise from outside: files, YAML/JSON text and numbers.
 
 Every reader of a user file goes through ``read_user_text`` (a regular file, bounded in size,
-UTF-8) and ``load_yaml``/``load_json`` (bounded nesting, no YAML aliases, so no "billion laughs"),
-and every number from a user passes ``bounded_number``; each failure is an ``InputError`` naming
-the value and the fix, never a traceback or unbounded work.
+UTF-8) or ``open_text_lines`` (streamed, bounded lines) and ``load_yaml``/``load_json`` (bounded
+nesting, no YAML aliases, so no "billion laughs"); each failure is an ``InputError`` naming the
+value and the fix, never a traceback or unbounded work. Numbers are checked where they are parsed
+(``units``, the CLI's number type, the options models).
 """
 
 from __future__ import annotations
 
 import json
-import math
 import stat
 import sys
 from collections.abc import Iterator
@@ -215,34 +215,3 @@ def _max_depth(text: str) -> int:
 def _first_line(exc: yaml.YAMLError) -> str:
     text = str(exc).strip().splitlines()
     return " ".join(line.strip() for line in text[:4])[:300]
-
-
-def bounded_number(
-    value: Any,
-    name: str,
-    *,
-    low: float = 0.0,
-    high: float,
-    low_open: bool = True,
-    integer: bool = False,
-) -> float:
-    """``value`` as a finite number in (``low``, ``high``] (``[low, high]`` when not
-    ``low_open``); InputError naming ``name`` and the bounds otherwise."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InputError(
-            f"{name} must be a number, got {shown_value(value)}.", hint=_range(low, high, low_open)
-        )
-    number = float(value) if not isinstance(value, int) or abs(value) < 2**1023 else math.inf
-    too_low = number <= low if low_open else number < low
-    if not math.isfinite(number) or too_low or number > high:
-        raise InputError(
-            f"{name} = {shown_value(value)} is out of range.", hint=_range(low, high, low_open)
-        )
-    if integer and number != int(number):
-        raise InputError(f"{name} must be a whole number, got {shown_value(value)}.")
-    return number
-
-
-def _range(low: float, high: float, low_open: bool) -> str:
-    bracket = "(" if low_open else "["
-    return f"Use a finite number in {bracket}{low:g}, {high:g}]."

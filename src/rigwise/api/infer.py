@@ -75,7 +75,7 @@ class InferOptions(BaseModel):
     """The options of ``rigwise infer`` (long option names with ``_``); unknown keys are an
     error naming the key. Counts accept '8k'-style strings."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     model: str
     """Catalog name, HF config.json or .gguf file."""

@@ -47,7 +47,7 @@ class TrainOptions(BaseModel):
     """The options of ``rigwise train`` (long option names with ``_``); unknown keys are an
     error naming the key. Counts accept '2T'-style strings."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     model: str
     """Catalog name or HF config.json."""

@@ -77,13 +77,24 @@ def _query_type(annotation: Any) -> Any:
 def query_model(options: type[BaseModel], name: str) -> type[BaseModel]:
     """The scalar fields of a planner's options model, as a FastAPI query-parameter model;
     options that name server-side files (``cluster``) are left out (see ``web.inputs``)."""
+    from rigwise.api.docs import described
+
+    docs = described(options)  # each option's docstring line becomes its query description
     fields: dict[str, Any] = {
-        key: (_query_type(field.annotation), field)
+        key: (_query_type(field.annotation), _with_description(field, docs.get(key)))
         for key, field in options.model_fields.items()
         if _is_scalar(field.annotation) and key not in SERVER_FILE_KEYS
     }
     model: type[BaseModel] = create_model(name, **fields)
     return model
+
+
+def _with_description(field: Any, description: str | None) -> Any:
+    if not description or field.description:
+        return field
+    from pydantic.fields import FieldInfo
+
+    return FieldInfo.merge_field_infos(field, description=description)
 
 
 def _bad_input(exc: Exception) -> JSONResponse:

@@ -1,0 +1,89 @@
+"""The guards every user file and value passes: bounded reads, safe YAML, bounded JSON, and the
+one helper that turns validation errors into messages."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel, Field, ValidationError
+
+from rigwise.errors import InputError, shown_value, validation_message
+from rigwise.validate_input import (
+    MAX_NESTING,
+    load_json,
+    load_yaml,
+    open_text_lines,
+    read_user_text,
+)
+
+
+def test_read_user_text_names_missing_directories_devices_huge_and_binary(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="not found"):
+        read_user_text(tmp_path / "nope.yaml", "rig file")
+    with pytest.raises(InputError, match="is a directory"):
+        read_user_text(tmp_path, "rig file")
+    with pytest.raises(InputError, match="not a regular file"):
+        read_user_text("/dev/zero", "rig file")
+    big = tmp_path / "big.yaml"
+    big.write_bytes(b"a" * 2048)
+    with pytest.raises(InputError, match="over the 1,024-byte limit"):
+        read_user_text(big, "rig file", max_bytes=1024)
+    binary = tmp_path / "bin.yaml"
+    binary.write_bytes(b"\xff\xfe\xfd")
+    with pytest.raises(InputError, match="not UTF-8"):
+        read_user_text(binary, "rig file")
+    with pytest.raises(InputError):
+        read_user_text("x" * 5000, "rig file")  # a name too long for the file system
+
+
+def test_yaml_refuses_aliases_and_deep_nesting_but_reads_plain_documents() -> None:
+    assert load_yaml("nodes: [{name: rtx-4090, count: 2}]", "f") == {
+        "nodes": [{"name": "rtx-4090", "count": 2}]
+    }
+    with pytest.raises(InputError, match="aliases"):
+        load_yaml("a: &a [1, 2]\nb: *a", "f")
+    with pytest.raises(InputError, match="nesting"):
+        load_yaml("[" * (MAX_NESTING + 1) + "]" * (MAX_NESTING + 1), "f")
+    with pytest.raises(InputError, match="nesting"):
+        load_yaml("[" * 50_000, "f")
+    assert load_yaml("[" * (MAX_NESTING - 1) + "]" * (MAX_NESTING - 1), "f") is not None
+
+
+def test_json_refuses_deep_nesting_and_non_finite_constants() -> None:
+    assert load_json('{"a": [1, 2]}', "f") == {"a": [1, 2]}
+    with pytest.raises(InputError, match="deeper"):
+        load_json("[" * 100_000, "f")
+    with pytest.raises(InputError, match="NaN"):
+        load_json('{"a": NaN}', "f")
+    with pytest.raises(InputError, match="line 1, column"):
+        load_json("{", "f")
+    assert load_json('{"a": "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["}', "f")
+
+
+def test_lines_are_streamed_and_over_long_lines_come_back_as_none(tmp_path: Path) -> None:
+    path = tmp_path / "q.jsonl"
+    path.write_bytes(b"short\n" + b"x" * 100 + b"\nlast")
+    assert list(open_text_lines(str(path), "queries file", 10)) == [
+        (1, "short\n"),
+        (2, None),
+        (3, "last"),
+    ]
+
+
+class _Options(BaseModel):
+    concurrency: int = Field(ge=1)
+    name: str
+
+
+def test_validation_message_names_each_key_its_value_and_the_rule() -> None:
+    with pytest.raises(ValidationError) as err:
+        _Options(concurrency=0, name=12)  # type: ignore[arg-type]
+    message = validation_message(err.value, "Bad option")
+    assert message.startswith("Bad option: key 'concurrency' = 0: Input should be greater")
+    assert "key 'name' = 12" in message and message.endswith(".")
+
+
+def test_shown_values_are_cut_so_errors_never_echo_a_whole_file() -> None:
+    shown = shown_value("x" * 10_000)
+    assert len(shown) == 60 and shown.endswith("...")
