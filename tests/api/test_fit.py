@@ -96,3 +96,18 @@ def test_bad_options_are_input_errors() -> None:
         fit_models(on="rtx-3090", use="chatt")
     with pytest.raises(InputError):
         fit_models(on="rtx-3090", min_tps=0)
+
+
+def test_speed_ranges_are_the_plans_own_ranges() -> None:
+    from rigwise.serialize import to_jsonable
+
+    fit = next(m for m in fit_models(on="rtx-4090").models if m.model == "llama-3.1-8b")
+    plan = plan_inference(model="llama-3.1-8b", on="rtx-4090", quant=fit.quant, context=4096)
+    data = to_jsonable(plan)
+    assert fit.decode_tokens_per_s_interval is not None
+    assert list(fit.decode_tokens_per_s_interval) == pytest.approx(
+        data["decode"]["tokens_per_s_interval"]
+    )
+    assert list(fit.prefill_tokens_per_s_interval or ()) == pytest.approx(
+        data["prefill"]["tokens_per_s_interval"]
+    )

@@ -24,6 +24,8 @@ NEW_MODELS = {
     "tinyllama-1.1b": 1.1e9,
     "mistral-7b-v0.3": 7.25e9,
     "codellama-34b": 34e9,
+    "falcon-7b": 7e9,
+    "gemma-2-2b": 2.6e9,
 }
 
 

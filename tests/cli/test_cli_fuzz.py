@@ -115,6 +115,7 @@ def test_random_argument_lists_never_crash(args: list[str]) -> None:
         (["build", "llama-3.1-8b", "--circuit", ""], 2),
         (["build", "llama-3.1-8b", "--task", "train", "--deadline", "0s"], 2),
         (["infer", "a" * 300 + ".json", "--on", "rtx-4090"], 2),
+        (["infer", "llama-3.1-70b", "--on", "4x a100-sxm-80gb", "--nodes", "4"], 0),
     ],
 )
 def test_the_reported_cases_are_clear_errors(args: list[str], code: int) -> None:

@@ -174,3 +174,14 @@ def test_memory_total_adds_reserved_bytes_and_fragmentation() -> None:
     reserved = factors.memory_reserved_bytes + factors.nccl_buffer_bytes  # 8 GPUs: NCCL too
     expected = allocated * (1 + factors.fragmentation_fraction) + reserved
     assert float(mem.total[0]) == pytest.approx(expected)
+
+
+def test_gradients_stay_unsharded_across_microbatches_under_pipelining() -> None:
+    # Megatron's distributed optimizer keeps a full gradient buffer, DeepSpeed forbids ZeRO-2
+    # with PP, FSDP2 with PP syncs only after the last microbatch: ZeRO-2 saves no gradients.
+    geo, work = geometry(gpt()), Workload()
+    flat = state_memory(geo, work, arrays(dp=8, zero=2))
+    piped = state_memory(geo, work, arrays(dp=8, pp=4, zero=2))
+    piped_z1 = state_memory(geo, work, arrays(dp=8, pp=4, zero=1))
+    assert float(piped[1][0]) == pytest.approx(float(piped_z1[1][0]))
+    assert float(piped[1][0]) == pytest.approx(8 * float(flat[1][0]) / 4, rel=0.05)

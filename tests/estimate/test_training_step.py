@@ -168,3 +168,25 @@ def test_per_op_sac_recomputes_every_second_matmul_and_its_all_gathers() -> None
     assert 0.0 < gemm_fwd < megatron["compute_s"] / 3
     # Two more all-gathers per layer: 10 instead of 8 half all-reduces.
     assert per_op["tp_comm_s"] == pytest.approx(1.25 * megatron["tp_comm_s"])
+
+
+def test_a_pipeline_spanning_nodes_sends_at_network_speed() -> None:
+    # tp=4 x pp=4 = 16 GPUs on 8-GPU nodes: one stage boundary sits on InfiniBand and the
+    # lockstep 1F1B schedule waits for it, so every send runs at the network's pace.
+    all_ib = Fabric(GPU, 8, IB, IB, 8)
+    spans = step(tp=4, pp=4, micro_batch=1)
+    assert spans["pp_p2p_s"] == pytest.approx(
+        step(tp=4, pp=4, micro_batch=1, fabric=all_ib)["pp_p2p_s"]
+    )
+    inside = step(tp=2, pp=4, micro_batch=1)  # 8 GPUs: the whole pipeline in one node
+    assert inside["pp_p2p_s"] < step(tp=2, pp=4, micro_batch=1, fabric=all_ib)["pp_p2p_s"] / 5
+
+
+def test_distributed_optimizer_param_gather_is_not_hidden_by_this_backward() -> None:
+    # The all-gather of updated params follows the optimizer step: over InfiniBand it outlasts
+    # the next step's first forward and stays partly exposed even with overlap on.
+    overlap = step(tp=8, dp=8, micro_batch=1, zero=1)
+    serial = step(
+        tp=8, dp=8, micro_batch=1, zero=1, work=dataclasses.replace(WORK, overlap_grad_reduce=False)
+    )
+    assert 0.0 < overlap["dp_comm_s"] < serial["dp_comm_s"]

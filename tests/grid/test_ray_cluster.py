@@ -90,6 +90,18 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def _started(start: Any) -> Any:
+    """``start()``, tried again when its raylet missed Ray's fixed 30 s window to register
+    (ray/_private/node.py), which a busy 2-core machine can."""
+    for attempt in range(3):
+        try:
+            return start()
+        except Exception as exc:
+            if "timed out during startup" not in str(exc) or attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
 class Grid:
     """The cluster, the coordinator process, and the Ray nodes the agent started."""
 
@@ -99,17 +111,15 @@ class Grid:
         self.data_dir = data_dir
         from rigwise.grid.ray_adapter.cluster import HEALTH_CHECK
 
-        self.cluster = Cluster(
-            initialize_head=True,
-            head_node_args={
-                "num_cpus": 0,
-                "resources": {"rigwise-head": 1},
-                "include_dashboard": False,
-                "node_ip_address": "127.0.0.1",
-                # as `grid up` sets for its head: a dead worker is reported within seconds
-                "_system_config": {f"health_check_{k}": v for k, v in HEALTH_CHECK.items()},
-            },
-        )
+        head = {
+            "num_cpus": 0,
+            "resources": {"rigwise-head": 1},
+            "include_dashboard": False,
+            "node_ip_address": "127.0.0.1",
+            # as `grid up` sets for its head: a dead worker is reported within seconds
+            "_system_config": {f"health_check_{k}": v for k, v in HEALTH_CHECK.items()},
+        }
+        self.cluster = _started(lambda: Cluster(initialize_head=True, head_node_args=head))
         (data_dir / "ray-token").write_text(RAY_ENV["RAY_AUTH_TOKEN"])
         (data_dir / "policy.yaml").write_text(yaml.safe_dump({"admission": TEST_POLICY}))
         self.port = _free_port()
@@ -159,8 +169,8 @@ class Grid:
 
     def start_ray(self, answer: dict[str, Any], facts: Any) -> None:
         labels = node_labels(answer["id"], answer["labels"], {})
-        self.ray_nodes[answer["id"]] = self.cluster.add_node(
-            num_cpus=1, labels=labels, node_ip_address="127.0.0.1"
+        self.ray_nodes[answer["id"]] = _started(
+            lambda: self.cluster.add_node(num_cpus=1, labels=labels, node_ip_address="127.0.0.1")
         )
 
     def stop_ray(self, answer: dict[str, Any]) -> None:
@@ -388,6 +398,7 @@ def test_worker_killed_mid_job_is_lost_within_seconds_and_the_job_completes_else
     while grid.admin.node(victim)["state"] != "lost":
         assert time.monotonic() - killed < LOST_S, "a killed worker's node stayed admitted"
         time.sleep(0.2)
+    print(f"killed worker's node lost after {time.monotonic() - killed:.1f} s")
     job = grid.wait(job_id, ("succeeded", "failed"))
     assert job["state"] == "succeeded", job
     assert job["node"] != victim and job["attempts"] >= 2
@@ -423,7 +434,9 @@ def test_datasets_go_to_a_storage_node_through_ray_and_outlive_it(
     manifest = grid.admin.data_put("archive", data, replicas=2)
     assert manifest["stores"] == [f"node:{nas['id']}", "coordinator"]
     held = {path.name: path for path in disk.rglob("*") if path.is_file()}
-    assert set(held) == set(manifest["chunks"])  # written by a Ray task on the node
+    # written by a Ray task on the node (the replication pass may be copying other
+    # under-replicated datasets there at the same time: only this one's chunks are checked)
+    assert set(manifest["chunks"]) <= set(held)
     held[manifest["chunks"][0]].write_bytes(b"bit rot")
     assert grid.admin.data_get("archive") == data  # detected, read from the coordinator's copy
     assert held[manifest["chunks"][0]].read_bytes() != b"bit rot"  # and repaired on the node

@@ -140,3 +140,54 @@ def test_no_traceback_from_a_subprocess(tmp_path: Path) -> None:
         timeout=120,
     )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
+
+
+EXPERIMENT = """
+name: probe
+organoid: org-1@v1
+mea: mea-1@v1
+electrodes: [0, 1]
+stimulation: {amplitude_ua: 4, phase_us: 200, frequency_hz: 10, pulses: 50}
+recording_windows_s: [[0, 5]]
+max_duration_s: 60
+"""
+
+
+def test_experiment_submitted_runs_with_the_controller(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    db, spec = str(tmp_path / "oi.sqlite3"), tmp_path / "probe.yaml"
+    spec.write_text(EXPERIMENT)
+    code, out, _ = call(capsys, "oi", "experiments", "submit", str(spec), "--db", db, "--json")
+    exp_id = json.loads(out)["id"]
+    assert code == 0 and json.loads(out)["state"] == "queued"
+    code, out, _ = call(capsys, "oi", "experiments", "results", exp_id, "--db", db, "--json")
+    assert code == 1 and json.loads(out)["state"] == "queued"  # not run yet
+    call(capsys, "oi", "run", "--db", db, "--duration", "1h", "--period", "60s")
+    code, out, _ = call(capsys, "oi", "experiments", "results", exp_id, "--db", db, "--json")
+    result = json.loads(out)
+    assert code == 0 and result["state"] == "completed"
+    assert set(result["result"]["windows"][0]["spike_counts"]) == {"0", "1"}
+    code, out, _ = call(capsys, "oi", "experiments", "list", "--db", db, "--json")
+    assert [e["state"] for e in json.loads(out)] == ["completed"]
+    code, _, err = call(capsys, "oi", "experiments", "cancel", exp_id, "--db", db)
+    assert code == 2 and "already completed" in err
+
+
+def test_hardware_run_with_a_bad_drivers_file_exits_2(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    bad = tmp_path / "rig.yaml"
+    bad.write_text("pumps: {feed: {type: pwm}}\n")
+    code, _, err = call(
+        capsys, "oi", "run", "--db", str(tmp_path / "o.sqlite3"), "--hardware", str(bad)
+    )
+    assert code == 2 and "Bad drivers file" in err and "docs/oi.md" in err
+    code, _, err = call(
+        capsys,
+        "oi",
+        "run",
+        "--db",
+        str(tmp_path / "o.sqlite3"),
+        "--hardware",
+        str(bad),
+        "--fault",
+        "occlusion@1h",
+    )
+    assert code == 2 and "simulator" in err

@@ -103,8 +103,9 @@ def test_held_out_coverage_is_computed_and_near_eighty_percent_overall(
     rows = sum(c.rows for c in coverage)
     covered = sum(c.covered for c in coverage)
     assert rows >= 400
-    # measured at writing: 401 / 499 = 80 %; per regime it ranges from 31 % (multi-GPU prefill
-    # on GeForce cards) to 100 % (the README's per-regime table names each miss)
+    # measured at writing: 378 / 500 = 76 % with the widening calibrated on held-out coverage
+    # (401 / 499 with the x1.5 / x1.25 guesses); per regime from 31 % (multi-GPU prefill on
+    # GeForce cards) to 100 % (the README's per-regime table names each miss)
     assert 0.75 <= covered / rows <= 0.85
 
 

@@ -70,6 +70,9 @@ class ModelFit:
     capacity_bytes: float
     lever: str
     reason: str
+    # P10-P90 of comparable independent measurements (estimate/plan_intervals.py); None: unknown
+    decode_tokens_per_s_interval: tuple[float, float] | None = None
+    prefill_tokens_per_s_interval: tuple[float, float] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -89,7 +92,13 @@ class ModelFit:
             "capacity_bytes": self.capacity_bytes,
             "lever": self.lever,
             "reason": self.reason,
+            "decode_tokens_per_s_interval": _pair(self.decode_tokens_per_s_interval),
+            "prefill_tokens_per_s_interval": _pair(self.prefill_tokens_per_s_interval),
         }
+
+
+def _pair(value: tuple[float, float] | None) -> list[float] | None:
+    return list(value) if value else None
 
 
 @dataclass(frozen=True)
@@ -235,10 +244,41 @@ def _context_lever(plan: Planner, base: Mapping[str, Any], chosen: Any, spec: Mo
     return f"--kv-quant {kv}: context up to {plan_max_context(other, spec):,} tokens"
 
 
+def _intervals(result: Any) -> tuple[Any, Any]:
+    """The plan's P10-P90 decode and prefill ranges, from the same regime lookup that adds them
+    to a plan's JSON (estimate/plan_intervals.py), without serialising the whole plan."""
+    if not result.fits or result.decode is None or result.prefill is None:
+        return None, None
+    from rigwise.estimate.intervals import lookup
+    from rigwise.estimate.plan_intervals import plan_regime
+
+    data = {
+        "engine": result.engine,
+        "quant": result.quant,
+        "memory": {
+            "per_device": [
+                {"accelerator": d.accelerator_id, "count": d.count}
+                for d in result.memory.per_device
+            ]
+        },
+    }
+
+    def band(metric: str, value: float) -> tuple[float, float] | None:
+        found = plan_regime(data, metric)
+        interval = lookup(*found) if found else None
+        if interval is None:
+            return None
+        low, high = interval.rate(value)
+        return float(low), float(high)
+
+    return band("decode", result.decode.tokens_per_s), band("prefill", result.prefill.tokens_per_s)
+
+
 def _row(spec: ModelSpec, use: _Use, status: str, result: Any, lever: str) -> ModelFit:
     decode = result.decode.tokens_per_s if result.decode else None
     prefill = result.prefill.tokens_per_s if result.prefill else None
     fits = status != NO_FIT
+    decode_range, prefill_range = _intervals(result)
     return ModelFit(
         model=spec.name,
         uses=use.uses,
@@ -255,6 +295,8 @@ def _row(spec: ModelSpec, use: _Use, status: str, result: Any, lever: str) -> Mo
         capacity_bytes=result.memory.capacity_bytes,
         lever=lever,
         reason=result.reason,
+        decode_tokens_per_s_interval=decode_range,
+        prefill_tokens_per_s_interval=prefill_range,
     )
 
 

@@ -205,6 +205,21 @@ def _default_kv(engine: str, quant: str) -> str:
     return "fp8" if engine == "tensorrt-llm" and quant in ("FP8", "NVFP4") else "bf16"
 
 
+def _file_quant(spec: ModelSpec) -> str | None:
+    """A .gguf file is planned as it is: its own file type, so that ``spec.weights_bytes``
+    returns the file's real per-tensor bytes (mixed Q4_K/Q6_K/F32 tensors, MXFP4 experts)
+    rather than a default format's bits per weight. None for a file type rigwise has no
+    format for (the engine default applies) and for every model that is not a GGUF file."""
+    if spec.gguf_quant is None:
+        return None
+    from rigwise.models import quant_format
+
+    try:
+        return quant_format(spec.gguf_quant).name
+    except InputError:
+        return None
+
+
 def _canonical_quant(name: str) -> str:
     from rigwise.models import quant_format
 
@@ -352,7 +367,10 @@ def _plan(opts: InferOptions) -> InferencePlan:
     engine = opts.engine or default_engine(cluster, opts.concurrency)
     _check_engine(engine, cluster)
     quant = _canonical_quant(
-        opts.quant or native_format(spec.name, engine) or _default_quant(engine, cluster)
+        opts.quant
+        or _file_quant(spec)
+        or native_format(spec.name, engine)
+        or _default_quant(engine, cluster)
     )
     kv_dtype = opts.kv_quant or _default_kv(engine, quant)
     stages = _with_host(_stages(opts, cluster, engine, spec.num_layers), opts.host)

@@ -57,7 +57,8 @@ def _more_hardware(options: InferOptions, plan: InferencePlan) -> Iterator[tuple
     nodes = options.nodes
     whole_machines = set(plan.device_kinds) & {"unified", "cpu"}
     if nodes > 1 or whole_machines:
-        network = options.network or _NETWORK.get(sorted(whole_machines)[0], "10gbe")
+        kind = min(whole_machines, default="")  # GPU nodes given without --network: 10gbe
+        network = options.network or _NETWORK.get(kind, "10gbe")
         label = "a second machine" if nodes == 1 else "one more node"
         yield f"{label} ({on}) over {network}", {"nodes": nodes + 1, "network": network}
         return

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rigwise.api import infer as _infer
-from rigwise.errors import InputError
+from rigwise.errors import InputError, validation_message
 from rigwise.estimate.inference import Context, catalog_efficiency
 from rigwise.estimate.inference_memory import MemoryBreakdown, Stage
 from rigwise.estimate.serving_layout import ReplicaLayout, replica_stages
@@ -59,11 +59,8 @@ def search_serving_layouts(**options: Any) -> ServingSearchResult:
     try:
         opts = SearchOptions(**options)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ())) or "options"
         raise InputError(
-            f"Bad option {where}={first.get('input')!r}: {first.get('msg', 'invalid')}.",
-            hint="See `rigwise infer --help`.",
+            validation_message(exc, "Bad option"), hint="See `rigwise infer --help`."
         ) from None
     spec = _infer._model(opts.model)
     cluster = _infer._cluster(opts.on, opts.nodes, opts.network, opts.cluster)

@@ -63,6 +63,8 @@ class BenchReport:
     run_id: int | None = None
     platform: str = ""  # how the machine was identified (catalog match, or measured only)
     references: tuple[Any, ...] = ()  # screen.Reference: one plan before/after calibration
+    # where the catalog platform is a poor match: {"reason", "figures"} (bench/measured.py)
+    measured_platform: dict[str, Any] | None = None
 
     def get(self, name: str, device: str | None = None) -> Measurement | None:
         for measurement in self.measurements:
@@ -82,4 +84,5 @@ class BenchReport:
             "calibration": self.calibration,
             "platform": self.platform,
             "reference_plans": [r.to_dict() for r in self.references],
+            "measured_platform": self.measured_platform,
         }

@@ -168,11 +168,39 @@ def derive_factors(
     return {acc: values for acc, values in factors.items() if values}
 
 
-def platform_line(report: ProbeReport, cpu: Device, gpus: Sequence[Device]) -> str:
+def measured_platform_of(
+    report: ProbeReport, cpu: Device, measurements: Sequence[Measurement]
+) -> dict[str, Any] | None:
+    """The measured CPU platform, stored when the catalog match is poor (bench/measured.py)."""
+    from rigwise.bench import measured
+
+    reason = measured.poor_match(cpu.accelerator_id if cpu.accelerator else None, measurements)
+    if reason is None:
+        return None
+    c = report.cpu
+    figures = measured.measured_figures(
+        measurements, c.model, c.cores, c.threads, report.memory.total_bytes
+    )
+    return {"reason": reason, "figures": figures} if figures else None
+
+
+def platform_line(
+    report: ProbeReport,
+    cpu: Device,
+    gpus: Sequence[Device],
+    measured_platform: dict[str, Any] | None = None,
+) -> str:
     """How the machine was identified: the catalog rows its figures are fractions of."""
     memory_gib = report.memory.total_bytes / GiB
     what = f"{report.cpu.model!r} ({report.cpu.threads} threads, {memory_gib:.0f} GiB)"
-    if cpu.accelerator is None:
+    if measured_platform is not None:
+        bandwidth = measured_platform["figures"]["memory_bandwidth_bytes_per_s"] / 1e9
+        line = (
+            f"CPU {what}: {measured_platform['reason']}; stored as the measured platform "
+            f"'this-machine' ({bandwidth:.1f} GB/s memory bandwidth, matmul as measured); "
+            "no CPU efficiency is derived from the catalog row"
+        )
+    elif cpu.accelerator is None:
         line = (
             f"CPU {what}: no catalog platform matches, so its figures are reported as measured "
             "and no CPU efficiency is derived (plans for this CPU use the --on you give)"
@@ -240,6 +268,7 @@ def run_bench(
             skipped += outcome.skipped
             bar.advance(task)
     factors, refused, references = screen(derive_factors(measurements, [cpu, *gpus]), quick)
+    platform = measured_platform_of(report, cpu, measurements)
     result = BenchReport(
         fingerprint,
         started_at,
@@ -248,8 +277,9 @@ def run_bench(
         tuple(measurements),
         tuple(skipped + refused),
         factors,
-        platform=platform_line(report, cpu, gpus),
+        platform=platform_line(report, cpu, gpus, platform),
         references=tuple(references),
+        measured_platform=platform,
     )
     if save:
         run_id = store.save_run(fingerprint, started_at, quick, result.to_dict(), factors)

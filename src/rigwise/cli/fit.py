@@ -40,8 +40,12 @@ def fit(as_json: bool, limit: int, **kwargs: Any) -> int:
     return EXIT_OK if report.runs else EXIT_INFEASIBLE
 
 
-def _rate(value: float | None) -> str:
-    return "-" if value is None else f"{value:,.1f}"
+def _rate(value: float | None, band: Any = None) -> str:
+    if value is None:
+        return "-"
+    digits = ",.1f" if value < 100 else ",.0f"
+    text = f"{value:{digits}}"
+    return text + (f" ({band[0]:{digits}}-{band[1]:{digits}})" if band else "")
 
 
 def render(report: Any, limit: int = 0) -> None:
@@ -63,8 +67,9 @@ def render(report: Any, limit: int = 0) -> None:
         quant = f"{m.quant} (native)" if m.native else m.quant
         table.add_row(
             m.model, ",".join(m.uses), f"[{colours.get(m.status, 'red')}]{m.status}[/]", quant,
-            f"{m.max_context:,}" if m.max_context else "-", _rate(m.decode_tokens_per_s),
-            _rate(m.prefill_tokens_per_s),
+            f"{m.max_context:,}" if m.max_context else "-",
+            _rate(m.decode_tokens_per_s, m.decode_tokens_per_s_interval),
+            _rate(m.prefill_tokens_per_s, m.prefill_tokens_per_s_interval),
             f"{format_bytes(m.memory_bytes)} / {format_bytes(m.capacity_bytes)}", m.lever,
         )  # fmt: skip
     out.print(table)

@@ -33,7 +33,14 @@ def _calibration(on: str | None) -> dict[str, float]:
     accelerator = parse_node(on).nodes[0].accelerator
     found = calibration.load_calibration(accelerator.id)
     if not found:
-        fail(f"No calibration stored for {accelerator.id}. Run `rigwise bench` on that machine.")
+        from rigwise.bench.measured import latest_measured_platform
+
+        measured = latest_measured_platform()
+        extra = f" This machine's bench stored a {measured.describe()}." if measured else ""
+        fail(
+            f"No calibration stored for {accelerator.id}. Run `rigwise bench` on that machine."
+            + extra
+        )
     source = calibration.calibration_source(accelerator.id)
     if source is not None:  # say which stored measurement is used, and how old it is
         click.echo(source.describe(), err=True)

@@ -111,16 +111,17 @@ def experiments_cancel(exp_id: str, db: str | None, as_json: bool) -> None:
 @db_option
 @json_option
 def experiments_results(exp_id: str, db: str | None, as_json: bool) -> None:
-    """Spike counts per recording window, the environment series and the provenance."""
+    """Spike counts per recording window, the environment series and the provenance (exit 1
+    while the experiment has no results: queued, running, failed or cancelled)."""
     from rigwise.oi.experiments import get
 
     exp = get(_existing_store(db), exp_id)
     if as_json:
         print_json(exp)
-        return
-    click.echo(f"{exp_id}: {exp['state']} {exp['reason']}")
-    for w in (exp["result"] or {}).get("windows", []):
-        total = sum(w["spike_counts"].values())
-        click.echo(f"  window {w['start_s']:g}-{w['end_s']:g} s: {total} spikes")
+    else:
+        click.echo(f"{exp_id}: {exp['state']} {exp['reason']}")
+        for w in (exp["result"] or {}).get("windows", []):
+            total = sum(w["spike_counts"].values())
+            click.echo(f"  window {w['start_s']:g}-{w['end_s']:g} s: {total} spikes")
     if exp["state"] != "completed":
         raise SystemExit(EXIT_INFEASIBLE)

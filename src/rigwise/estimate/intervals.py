@@ -26,8 +26,13 @@ from rigwise.catalog.loader import data_path, read_commented_csv
 TABLE_FILE = "prediction_intervals.csv"
 MIN_ROWS = 10  # a regime needs this many independent rows to set its own range
 MIN_GROUPS = 2  # ... from this many groups (devices; errors are correlated within one)
-WIDEN_UNSEEN = 1.5  # log-width factor when the device class or engine has no validated rows
-WIDEN_SCALE = 1.25  # log-width factor when the plan uses more devices than any validated row
+# Log-width factors when the device class or engine has no validated rows, and when the plan
+# uses more than twice the devices of any validated row. These are the priors; the values used
+# are calibrated on held-out coverage by `rigwise validate intervals --write` and stored in
+# WIDENING_FILE (validation/intervals.py says how).
+WIDEN_UNSEEN = 1.5
+WIDEN_SCALE = 1.25
+WIDENING_FILE = "prediction_interval_widening.csv"
 ANY = "*"
 FIELDS = ("metric", "engine", "device_class", "precision", "scale")
 # Back-off order: the components dropped, most specific first.
@@ -76,6 +81,8 @@ class Interval:
     rows: int
     widened: bool
     notes: tuple[str, ...] = ()
+    unseen: bool = False  # fell back past device class or engine
+    beyond_scale: bool = False  # more than twice the devices of any row in its basis
 
     def rate(self, value: float) -> list[float]:
         return [value * self.low_factor, value * self.high_factor]
@@ -150,7 +157,13 @@ def build_table(
     return table
 
 
-def interval_for(table: dict[str, RegimeRange], regime: Regime, devices: int) -> Interval | None:
+def interval_for(
+    table: dict[str, RegimeRange],
+    regime: Regime,
+    devices: int,
+    widen_unseen: float = WIDEN_UNSEEN,
+    widen_scale: float = WIDEN_SCALE,
+) -> Interval | None:
     """The range of the most specific regime with rows, widened where the plan is unlike them."""
     for dropped in LEVELS:
         found = table.get(regime.without(dropped).key())
@@ -160,16 +173,18 @@ def interval_for(table: dict[str, RegimeRange], regime: Regime, devices: int) ->
         width = 1.0
         unseen = [name for name in dropped if name in _UNSEEN]
         if unseen:
-            width *= WIDEN_UNSEEN
+            width *= widen_unseen
             what = " and ".join(f"{name} {getattr(regime, name)}" for name in unseen)
             notes.append(
                 f"no validated rows for {what}: range from {found.regime.key()} "
-                f"({found.rows} rows), widened x{WIDEN_UNSEEN}"
+                f"({found.rows} rows), widened x{widen_unseen:.2f}"
             )
-        if devices > 2 * found.max_devices:
-            width *= WIDEN_SCALE
+        beyond = devices > 2 * found.max_devices
+        if beyond:
+            width *= widen_scale
             notes.append(
-                f"{devices} devices, validated up to {found.max_devices}: widened x{WIDEN_SCALE}"
+                f"{devices} devices, validated up to {found.max_devices}: "
+                f"widened x{widen_scale:.2f}"
             )
         center = (found.log_q10 + found.log_q90) / 2
         half = (found.log_q90 - found.log_q10) / 2 * width
@@ -181,6 +196,8 @@ def interval_for(table: dict[str, RegimeRange], regime: Regime, devices: int) ->
             rows=found.rows,
             widened=width > 1.0,
             notes=tuple(notes),
+            unseen=bool(unseen),
+            beyond_scale=beyond,
         )
     return None
 
@@ -207,5 +224,31 @@ def packaged_table() -> dict[str, RegimeRange]:
     return table
 
 
+@functools.cache
+def _widening_rows() -> dict[tuple[str, str], float]:
+    path = data_path(WIDENING_FILE)
+    if not path.exists():
+        return {}
+    return {
+        (r["factor"], r.get("metric") or ANY): float(r["value"]) for r in read_commented_csv(path)
+    }
+
+
+def reload_widening() -> None:
+    """Read WIDENING_FILE again (after ``rigwise validate intervals --write`` rewrote it)."""
+    _widening_rows.cache_clear()
+
+
+def packaged_widening(metric: str = ANY) -> tuple[float, float]:
+    """(unseen, scale) factors calibrated on held-out coverage for ``metric`` (its own row, else
+    the pooled one); the priors WIDEN_UNSEEN / WIDEN_SCALE where the file has neither."""
+    rows = _widening_rows()
+
+    def one(name: str, prior: float) -> float:
+        return rows.get((name, metric), rows.get((name, ANY), prior))
+
+    return one("unseen", WIDEN_UNSEEN), one("scale", WIDEN_SCALE)
+
+
 def lookup(regime: Regime, devices: int) -> Interval | None:
-    return interval_for(packaged_table(), regime, devices)
+    return interval_for(packaged_table(), regime, devices, *packaged_widening(regime.metric))

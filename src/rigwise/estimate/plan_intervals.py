@@ -49,10 +49,14 @@ def training_regime(metric: str, accelerator: str, devices: int, precision: str 
 
 @functools.lru_cache(maxsize=256)
 def _device_class_of(accelerator_id: str) -> str:
+    from rigwise.errors import RigwiseError
     from rigwise.estimate.inference_memory import device_class
     from rigwise.hardware import get_accelerator
 
-    return device_class(get_accelerator(accelerator_id))
+    try:
+        return device_class(get_accelerator(accelerator_id))
+    except RigwiseError:  # a device built from a probe (--on this-machine), not a catalog row
+        return "unknown"
 
 
 def _set(section: dict[str, Any] | None, name: str, bounds: list[float]) -> None:

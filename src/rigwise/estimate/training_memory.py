@@ -136,11 +136,13 @@ def state_memory(
     weights = np.where(lay.zero >= 3, weights + gathered, weights)
     g = grad_bytes(work.precision, work.pure_bf16)
     grads = np.where(lay.zero >= 2, params * g / shards, params * g)
-    # ZeRO-3 under pipelining keeps the stage's parameters (bf16) and gradients unsharded
-    # between microbatches (torchtitan/FSDP2 with PP; DeepSpeed forbids ZeRO-3 with PP).
+    # Under pipelining gradients accumulate over the microbatches unsharded: ZeRO-3 also keeps
+    # the stage's bf16 parameters (torchtitan/FSDP2 with PP skip the gradient sync until the
+    # last microbatch), Megatron's distributed optimizer shards only the optimizer state and
+    # keeps a full gradient buffer, and DeepSpeed forbids ZeRO-2/3 with pipeline parallelism.
     keep = (lay.zero >= 3) & (lay.pp > 1)
     weights = np.where(keep, params * WEIGHT_BYTES, weights)
-    grads = np.where(keep, params * g, grads)
+    grads = np.where((lay.zero >= 2) & (lay.pp > 1), params * g, grads)
     if work.optimizer_in_backward:
         grads = np.minimum(grads, _largest_tensor_params(geo, lay) * g)
     optimizer = np.where(lay.zero >= 1, params * opt_bytes / shards, params * opt_bytes)

@@ -358,10 +358,16 @@ def _expert_all_to_all(
 def _pipeline_p2p(
     geo: Geometry, lay: LayoutArrays, tokens: Any, fabric: Fabric, f: TrainingFactors
 ) -> Any:
-    """One activation send between stages; scatter/gather splits it over TP (Narayanan Sec. 4.1)."""
+    """One activation send between stages; scatter/gather splits it over TP (Narayanan Sec. 4.1).
+
+    Stages are the outermost rank dimension (Megatron order tp-cp-dp-pp), so a pipeline that
+    spans more than one node has at least one stage boundary on the network; 1F1B runs in
+    lockstep (every stage waits for its neighbours' sends), so that slowest hop sets the pace
+    of every send, not only of the sends that cross.
+    """
     size = tokens * geo.hidden * 2.0 / lay.tp
     intra, net = fabric.link_for(lay.tp * lay.cp * lay.dp * lay.pp, f)
-    crosses = lay.tp * lay.cp * lay.dp >= fabric.gpus_per_node
+    crosses = lay.tp * lay.cp * lay.dp * lay.pp > fabric.gpus_per_node
     return np.where(crosses, comms.p2p(size, net).seconds, comms.p2p(size, intra).seconds)
 
 
@@ -385,10 +391,15 @@ def _data_parallel(
     ar = _collective("ring_all_reduce", params * g, devices, span, fabric, f)
     rs = _collective("reduce_scatter", params * g, devices, span, fabric, f)
     ag = _collective("all_gather", params * WEIGHT_BYTES, devices, span, fabric, f)
-    # ZeRO-1/2 (Megatron distributed optimizer): reduce-scatter grads, all-gather params.
-    reduce = np.where(lay.zero >= 1, rs + ag, ar)
+    # ZeRO-1/2 (Megatron distributed optimizer): reduce-scatter grads under the last backward,
+    # then, after the optimizer step, all-gather the updated params: that gather cannot hide
+    # under this step's backward, only under the next step's first forward (Megatron-Core
+    # overlap_param_gather; about half of a backward's time: the forward has 1 of 3 GEMMs).
     hidden = bwd_last if work.overlap_grad_reduce else 0.0
-    dp_exposed = np.where(lay.zero >= 3, 0.0, np.maximum(reduce - hidden, 0.0))
+    fwd_first = bwd_last / 2.0 if work.overlap_grad_reduce else 0.0
+    sharded = np.maximum(rs - hidden, 0.0) + np.maximum(ag - fwd_first, 0.0)
+    reduce = np.where(lay.zero >= 1, sharded, np.maximum(ar - hidden, 0.0))
+    dp_exposed = np.where(lay.zero >= 3, 0.0, reduce)
     # FSDP/ZeRO-3: per microbatch gather params for fwd and bwd, reduce-scatter grads,
     # prefetched under compute (Zhao et al. 2023, PyTorch FSDP, Sec. 3.4).
     z3_mb = 2.0 * ag + rs

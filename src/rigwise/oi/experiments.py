@@ -18,7 +18,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from rigwise import __version__
-from rigwise.errors import InputError
+from rigwise.errors import InputError, validation_message
 from rigwise.oi.constants import Constants
 from rigwise.oi.health import HEALTH_RULES_VERSION
 from rigwise.oi.interlocks import RULES_VERSION
@@ -90,11 +90,8 @@ def parse_spec(c: Constants, text: str) -> ExperimentSpec:
     except yaml.YAMLError as exc:
         raise InputError(f"The experiment file is not YAML ({exc}).") from exc
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'file'}: {e['msg']}" for e in exc.errors()
-        )
         raise InputError(
-            f"Bad experiment file: {problems}.",
+            validation_message(exc, "Bad experiment file"),
             hint="See docs/oi.md, section Experiments, for the fields.",
         ) from exc
     validate(c, spec)

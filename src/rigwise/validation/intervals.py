@@ -31,6 +31,7 @@ from rigwise.estimate.intervals import (
     RegimeRange,
     build_table,
     interval_for,
+    packaged_widening,
 )
 from rigwise.validation.stats import Comparison
 
@@ -55,7 +56,8 @@ def table_from(comparisons: Sequence[Comparison]) -> dict[str, RegimeRange]:
 
 
 def _inside(table: dict[str, RegimeRange], c: Comparison) -> tuple[bool | None, str]:
-    found = interval_for(table, Regime(*c.regime.split("|")), c.devices)
+    regime = Regime(*c.regime.split("|"))
+    found = interval_for(table, regime, c.devices, *packaged_widening(regime.metric))
     if found is None:
         return None, ""
     ratio = math.exp(c.log_residual)
@@ -163,3 +165,46 @@ def write_table(comparisons: Sequence[Comparison], path: Path | None = None) -> 
     target = path or data_path(TABLE_FILE)
     target.write_text(table_text(table_from(comparisons), len(_pool(comparisons))), "utf-8")
     return target
+
+
+LATENCY_METRICS = ("ttft", "tpot")
+_LATENCY_FALLBACK = {"ttft": "prefill", "tpot": "serving (batched) or decode"}
+
+
+def latency_regimes(comparisons: Sequence[Comparison]) -> dict[str, Any]:
+    """Whether TTFT/TPOT have enough independent serving rows for regimes of their own.
+
+    They need what any regime needs (``MIN_ROWS`` rows from ``MIN_GROUPS`` devices); until then
+    a plan's TTFT range is its prefill range and its TPOT range its serving (batched) or decode
+    range (``estimate/plan_intervals.py``), and this says so.
+    """
+    from rigwise.estimate.intervals import MIN_GROUPS
+
+    out: dict[str, Any] = {}
+    for metric in LATENCY_METRICS:
+        rows = [c for c in comparisons if c.metric == metric and c.role == "independent"]
+        groups = {c.group for c in rows}
+        enough = len(rows) >= MIN_ROWS and len(groups) >= MIN_GROUPS
+        out[metric] = {
+            "independent_rows": len(rows),
+            "devices": len(groups),
+            "own_regimes": enough,
+            "range_from": metric if enough else _LATENCY_FALLBACK[metric],
+        }
+    return out
+
+
+def latency_text(comparisons: Sequence[Comparison]) -> str:
+    from rigwise.estimate.intervals import MIN_GROUPS
+
+    lines = ["", "TTFT / TPOT:"]
+    for metric, d in latency_regimes(comparisons).items():
+        if d["own_regimes"]:
+            lines.append(f"  {metric}: {d['independent_rows']} independent rows: own regimes")
+            continue
+        lines.append(
+            f"  {metric}: {d['independent_rows']} independent rows from {d['devices']} device(s); "
+            f"a regime needs {MIN_ROWS} from {MIN_GROUPS}: no regime of its own, plans take the "
+            f"{d['range_from']} range"
+        )
+    return "\n".join(lines)

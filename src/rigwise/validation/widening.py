@@ -1,0 +1,220 @@
+"""The two widening factors of the prediction ranges, calibrated on held-out coverage.
+
+A plan whose device class or engine has no validated rows gets the range of a broader regime,
+widened; so does a plan on more than twice the devices of any row behind its range
+(``estimate/intervals.py``). The factors were guesses (x1.5, x1.25); here they are measured:
+
+* **unseen** (leave one device out, one device class out, one engine out, pooled): for every
+  device (class, engine) of a metric, the table is rebuilt from the independent rows of the
+  *others*, and each held-out row gets the range a plan would get; the rows whose range backs
+  off past their device class or engine are the cases. Leaving one device out is what the
+  per-regime coverage report does (a class validated on two devices loses its own range when
+  one is held out); leaving a whole class or engine out is a plan on hardware never validated.
+* **scale** (leave the larger layouts out): for every device count ``d``, the table is rebuilt
+  from the rows on at most ``d / 2`` devices, so each row on ``d`` devices is a scale
+  extrapolation.
+
+For each such case the log-width factor ``w`` that would just cover it is
+``|r - centre| / half-width``. Per scheme, the split-conformal 80 % rank of those ``w`` is the
+smallest factor covering >= 80 % of its held-out cases; the chosen factor is the largest over
+the schemes with enough cases (so each reaches 80 %), never below 1 (a range
+that backs off is never made narrower than its basis). Cases where both widenings apply are left
+out of both fits, so each factor is measured alone.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rigwise.estimate.intervals import (
+    ANY,
+    MIN_GROUPS,
+    MIN_ROWS,
+    WIDEN_SCALE,
+    WIDEN_UNSEEN,
+    WIDENING_FILE,
+    Interval,
+    Regime,
+    interval_for,
+)
+from rigwise.validation.intervals import TARGET, in_scope, table_from
+from rigwise.validation.stats import Comparison
+
+_PRIORS = {"unseen": WIDEN_UNSEEN, "scale": WIDEN_SCALE}
+Case = tuple[float, str, str, str]  # needed log-width factor, device group, metric, scheme
+
+
+@dataclass(frozen=True)
+class WideningFit:
+    factor: str  # unseen | scale
+    metric: str  # decode, serving, ... or '*' (every metric pooled)
+    value: float  # the chosen log-width factor
+    prior: float  # the guess it replaces
+    cases: int  # held-out rows that needed this widening (and only this one)
+    groups: int  # distinct devices among them
+    covered_unwidened: int  # inside the basis range as it is (factor 1)
+    covered_prior: int  # inside with the prior factor
+    covered_chosen: int  # inside with the chosen factor
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "factor": self.factor,
+            "metric": self.metric,
+            "value": self.value,
+            "prior": self.prior,
+            "cases": self.cases,
+            "groups": self.groups,
+            "coverage_unwidened": self.covered_unwidened / self.cases if self.cases else None,
+            "coverage_prior": self.covered_prior / self.cases if self.cases else None,
+            "coverage_chosen": self.covered_chosen / self.cases if self.cases else None,
+        }
+
+
+def _held_out(c: Comparison) -> bool:
+    return c.role == "independent" and bool(c.regime) and in_scope(c)
+
+
+def _needed(found: Interval, residual: float) -> float:
+    """The log-width factor that just brings ``residual`` inside ``found`` (unwidened)."""
+    low, high = math.log(found.low_factor), math.log(found.high_factor)
+    half = (high - low) / 2
+    distance = abs(residual - (low + high) / 2)
+    if half <= 0:
+        return math.inf if distance > 0 else 1.0
+    return distance / half
+
+
+def _cases(
+    rows: Sequence[Comparison],
+    split: Callable[[Comparison], Any],
+    keep: Callable[[Interval], bool],
+    scheme: str,
+) -> list[Case]:
+    """(needed factor, group, metric, scheme) of each row, against the rows not in its split."""
+    out: list[Case] = []
+    for part in sorted({split(c) for c in rows}, key=str):
+        held = [c for c in rows if split(c) == part]
+        table = table_from([c for c in rows if split(c) != part and c.group not in _groups(held)])
+        for c in held:
+            found = interval_for(table, Regime(*c.regime.split("|")), c.devices, 1.0, 1.0)
+            if found is not None and keep(found):
+                out.append((_needed(found, c.log_residual), c.group, _metric(c), scheme))
+    return out
+
+
+def _metric(c: Comparison) -> str:
+    return c.regime.split("|")[0]
+
+
+def _groups(rows: Sequence[Comparison]) -> set[str]:
+    return {c.group for c in rows}
+
+
+def _scale_cases(rows: Sequence[Comparison]) -> list[Case]:
+    out: list[Case] = []
+    for devices in sorted({c.devices for c in rows}):
+        smaller = [c for c in rows if 2 * c.devices < devices]
+        if not smaller:
+            continue
+        table = table_from(smaller)
+        for c in (c for c in rows if c.devices == devices):
+            found = interval_for(table, Regime(*c.regime.split("|")), c.devices, 1.0, 1.0)
+            if found is not None and found.beyond_scale and not found.unseen:
+                out.append((_needed(found, c.log_residual), c.group, _metric(c), "scale"))
+    return out
+
+
+def _rank_80(needed: Sequence[float]) -> float:
+    ordered = sorted(needed)
+    return ordered[min(math.ceil((len(ordered) + 1) * TARGET), len(ordered)) - 1]
+
+
+def _enough(cases: Sequence[Case]) -> bool:
+    return len(cases) >= MIN_ROWS and len({c[1] for c in cases}) >= MIN_GROUPS
+
+
+def _fit(name: str, cases: Sequence[Case], metric: str = ANY) -> WideningFit:
+    """The largest of the schemes' 80 % factors (each scheme with enough cases reaches 80 %)."""
+    prior = _PRIORS[name]
+    needed = [c[0] for c in cases]
+    schemes = {c[3] for c in cases}
+    per_scheme = [[c for c in cases if c[3] == s] for s in sorted(schemes)]
+    ranks = [_rank_80([c[0] for c in p]) for p in per_scheme if _enough(p)]
+    if not ranks and needed:
+        ranks = [_rank_80(needed)]
+    value = max(1.0, *ranks) if ranks else prior  # no cases: the prior, and the file says so
+    return WideningFit(
+        factor=name,
+        metric=metric,
+        value=value,
+        prior=prior,
+        cases=len(needed),
+        groups=len({c[1] for c in cases}),
+        covered_unwidened=sum(w <= 1.0 for w in needed),
+        covered_prior=sum(w <= prior for w in needed),
+        covered_chosen=sum(w <= value for w in needed),
+    )
+
+
+def _fits(name: str, cases: list[Case]) -> list[WideningFit]:
+    """The pooled fit, then one per metric with enough cases (``MIN_ROWS`` from ``MIN_GROUPS``
+    devices): metrics err differently (serving ranges back off further than decode ranges)."""
+    fits = [_fit(name, cases)]
+    for metric in sorted({c[2] for c in cases}):
+        mine = [c for c in cases if c[2] == metric]
+        if _enough(mine):
+            fits.append(_fit(name, mine, metric))
+    return fits
+
+
+def calibrate(comparisons: Sequence[Comparison]) -> list[WideningFit]:
+    """Unseen and scale factors, pooled and per metric, from held-out coverage (module doc)."""
+    rows = [c for c in comparisons if _held_out(c)]
+    only_unseen: Callable[[Interval], bool] = lambda f: f.unseen and not f.beyond_scale  # noqa: E731
+
+    def field(index: int) -> Callable[[Comparison], str]:
+        return lambda c: c.regime.split("|")[0] + "|" + c.regime.split("|")[index]
+
+    unseen = [
+        *_cases(rows, lambda c: c.group, only_unseen, "device"),
+        *_cases(rows, field(2), only_unseen, "class"),
+        *_cases(rows, field(1), only_unseen, "engine"),
+    ]
+    return [*_fits("unseen", unseen), *_fits("scale", _scale_cases(rows))]
+
+
+def widening_text(fits: Sequence[WideningFit]) -> str:
+    today = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    lines = [
+        "# Log-width factors of the prediction ranges, calibrated on held-out coverage by",
+        f"# `rigwise validate intervals --write` on {today} (validation/widening.py):",
+        "# unseen = leave one device / device class / engine out (pooled); scale = leave layouts",
+        "# on more than half the devices out. value = the largest over those schemes of the",
+        "# smallest factor covering >= 80 % of a scheme's held-out cases (split-conformal rank),",
+        "# never below 1; with no cases, the prior. coverage_* = over all schemes' cases pooled.",
+        "# A metric's own row (enough cases from 2+ devices) overrides the pooled '*' row.",
+        "factor,metric,value,prior,cases,groups,coverage_unwidened,coverage_prior,coverage_chosen",
+    ]
+    for f in fits:
+        d = f.to_dict()
+        cov = [
+            "" if d[k] is None else f"{d[k]:.3f}"
+            for k in ("coverage_unwidened", "coverage_prior", "coverage_chosen")
+        ]
+        lines.append(
+            f"{f.factor},{f.metric},{f.value:.3f},{f.prior},{f.cases},{f.groups}," + ",".join(cov)
+        )
+    return "\n".join(lines) + "\n"
+
+
+def write_widening(fits: Sequence[WideningFit], path: Path | None = None) -> Path:
+    from rigwise.catalog.loader import data_path
+
+    target = path or data_path(WIDENING_FILE)
+    target.write_text(widening_text(fits), "utf-8")
+    return target

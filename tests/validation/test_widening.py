@@ -1,0 +1,89 @@
+"""Widening factors calibrated on held-out coverage, stored with their derivation (issue 15, B),
+and the TTFT/TPOT regime check (C)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from rigwise.estimate.intervals import (
+    WIDEN_SCALE,
+    WIDEN_UNSEEN,
+    Regime,
+    build_table,
+    interval_for,
+    packaged_widening,
+)
+from rigwise.validation.intervals import latency_regimes
+from rigwise.validation.stats import Comparison
+from rigwise.validation.widening import calibrate, widening_text
+
+GDDR = "decode|llama.cpp|nvidia-gddr|quantized|1"
+LPDDR = "decode|llama.cpp|apple-lpddr|quantized|1"
+
+
+def _row(regime: str, group: str, i: int, off: float, devices: int = 1) -> Comparison:
+    # predicted 100, measured 100 * exp(spread): residuals spread evenly over +-5 % plus an offset
+    spread = 0.1 * ((i % 10) / 9 - 0.5) + off
+    return Comparison("s", "decode", f"{group}{i}", 100.0, 100.0 * math.exp(spread),
+                      regime=regime, group=group, devices=devices)  # fmt: skip
+
+
+def _classes(off: float) -> list[Comparison]:
+    # two device classes, three devices each; the second class is off by `off` in log terms
+    return [_row(GDDR, f"g{d}", i, 0.0) for d in range(3) for i in range(10)] + [
+        _row(LPDDR, f"a{d}", i, off) for d in range(3) for i in range(10)
+    ]
+
+
+def _unseen(fits: list) -> float:
+    return next(f.value for f in fits if f.factor == "unseen" and f.metric == "*")
+
+
+def test_a_class_unlike_the_others_needs_a_wider_fallback_and_gets_it() -> None:
+    alike, unlike = _unseen(calibrate(_classes(0.0))), _unseen(calibrate(_classes(0.3)))
+    assert alike == pytest.approx(1.0)  # the fallback range already covers: never narrowed
+    assert unlike > 2.0  # 0.3 off a +-0.05 range: the factor grows to cover 80 % of the cases
+    fit = next(f for f in calibrate(_classes(0.3)) if f.factor == "unseen" and f.metric == "*")
+    assert fit.covered_chosen / fit.cases >= 0.8 > fit.covered_unwidened / fit.cases
+
+
+def test_the_chosen_factor_brings_the_held_out_cases_to_eighty_percent() -> None:
+    rows = _classes(0.12)
+    fit = next(f for f in calibrate(rows) if f.factor == "unseen" and f.metric == "*")
+    table = build_table(
+        [(Regime(*c.regime.split("|")), c.log_residual, c.group, 1, "s") for c in rows
+         if c.regime == GDDR]
+    )  # fmt: skip
+    found = interval_for(table, Regime(*LPDDR.split("|")), 1, fit.value, 1.0)
+    assert found is not None and found.unseen
+    inside = [found.low_factor <= math.exp(c.log_residual) <= found.high_factor for c in rows
+              if c.regime == LPDDR]  # fmt: skip
+    assert sum(inside) / len(inside) >= 0.8
+
+
+def test_scale_factor_is_measured_on_layouts_larger_than_any_in_the_table() -> None:
+    small = [_row(GDDR, f"g{d}", i, 0.0, devices=1) for d in range(3) for i in range(10)]
+    large = [_row(GDDR, f"g{d}", i, 0.2, devices=8) for d in range(3) for i in range(10)]
+    scale = next(f for f in calibrate(small + large) if f.factor == "scale" and f.metric == "*")
+    assert scale.cases == 30 and scale.value > 1.5
+    no_large = next(f for f in calibrate(small) if f.factor == "scale" and f.metric == "*")
+    assert no_large.cases == 0 and no_large.value == WIDEN_SCALE  # nothing to measure: the prior
+
+
+def test_the_data_file_states_the_derivation_and_plans_read_it() -> None:
+    text = widening_text(calibrate(_classes(0.3)))
+    assert "held-out coverage" in text and "factor,metric,value,prior,cases" in text
+    unseen, scale = packaged_widening("decode")
+    assert unseen >= 1.0 and scale >= 1.0
+    assert (unseen, scale) != (WIDEN_UNSEEN, WIDEN_SCALE)  # the calibrated file is shipped
+
+
+def test_ttft_and_tpot_say_whether_they_have_regimes_of_their_own() -> None:
+    one = [Comparison("s", "ttft", "x", 1.0, 1.1, regime="ttft|vllm|nvidia-hbm|16-bit|1",
+                      group="h100")]  # fmt: skip
+    found = latency_regimes(one)
+    assert found["ttft"]["own_regimes"] is False and found["ttft"]["range_from"] == "prefill"
+    many = [Comparison("s", "tpot", f"x{i}", 1.0, 1.1, group=f"d{i % 2}") for i in range(12)]
+    assert latency_regimes(many)["tpot"]["own_regimes"] is True
