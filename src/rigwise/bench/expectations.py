@@ -8,8 +8,10 @@ is missing, so a bench never fails for want of an expectation.
 
 from __future__ import annotations
 
+import atexit
 import fnmatch
 import json
+import shutil
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -103,7 +105,12 @@ def bench_model(name: str) -> tuple[Any | None, str | None]:
 
 def write_hf_config(shape: Any, directory: str | None = None) -> Path:
     """An HF ``config.json`` for the benchmark's (shrunk) Llama, so the planner can read it."""
-    folder = Path(directory or tempfile.mkdtemp(prefix="rigwise-bench-model-"))
+    if directory is None:
+        # The planner re-reads it for every calibration it compares, until the run ends: the
+        # folder goes when the process exits, so no /tmp/rigwise-* is left behind.
+        directory = tempfile.mkdtemp(prefix="rigwise-bench-model-")
+        atexit.register(shutil.rmtree, directory, True)
+    folder = Path(directory)
     config = {
         "model_type": "llama",
         "architectures": ["LlamaForCausalLM"],
