@@ -20,6 +20,7 @@ from rigwise.estimate.compute import TrainingFactors
 from rigwise.estimate.training import Evaluation, evaluate
 from rigwise.estimate.training_layout import RECOMPUTE, Geometry, LayoutArrays, Workload
 from rigwise.estimate.training_step import Fabric
+from rigwise.plans import SearchStats
 
 OBJECTIVES = ("time", "cost", "energy")
 _FIELDS = ("tp", "pp", "cp", "ep", "vpp", "micro_batch", "zero", "recompute", "sequence_parallel")
@@ -42,16 +43,17 @@ class SearchResult:
     def feasible(self) -> int:
         return int(self.order.shape[0])
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "objective": self.objective,
-            "generated": self.generated,
-            "evaluated": self.evaluated,
-            "feasible": self.feasible,
-            "pruned": dict(self.pruned),
-            "seconds": self.seconds,
-            "layouts_per_s": self.generated / self.seconds if self.seconds > 0 else None,
-        }
+    def stats(self) -> SearchStats:
+        """What the search did, as a plan reports it (``TrainingPlan.search``)."""
+        return SearchStats(
+            objective=self.objective,
+            generated=self.generated,
+            evaluated=self.evaluated,
+            feasible=self.feasible,
+            pruned=dict(self.pruned),
+            seconds=self.seconds,
+            layouts_per_s=self.generated / self.seconds if self.seconds > 0 else None,
+        )
 
 
 def _powers_and_divisors(n: int, limit: int) -> list[int]:

@@ -32,11 +32,10 @@ from rigwise.estimate.training_presets import framework_settings
 from rigwise.estimate.training_step import Fabric
 from rigwise.hardware import Cluster
 from rigwise.models import ModelSpec
-from rigwise.plans import SearchStats, TrainingPlan
+from rigwise.plans import TrainingPlan
 from rigwise.search import (
     OBJECTIVES,
     SEQ_STEP,
-    SearchResult,
     longest_fitting,
     prune_rules,
     search_layouts,
@@ -456,7 +455,7 @@ def _searched(
     if result.evaluation is None or result.feasible == 0:
         counts = ", ".join(f"{n} {reason}" for reason, n in result.pruned.items())
         plan = _infeasible(spec, fabric, gpus, None, f"no layout of {gpus} GPUs works: {counts}")
-        return replace(plan, search=_stats(result))
+        return replace(plan, search=result.stats())
     price = _price(opts, fabric)
     plans = [
         plan_from(
@@ -471,20 +470,7 @@ def _searched(
         )
         for i in result.order[: opts.top]
     ]
-    return replace(plans[0], search=_stats(result), alternatives=tuple(plans[1:]))
-
-
-def _stats(result: SearchResult) -> SearchStats:
-    seconds = result.seconds
-    return SearchStats(
-        objective=result.objective,
-        generated=result.generated,
-        evaluated=result.evaluated,
-        feasible=result.feasible,
-        pruned=dict(result.pruned),
-        seconds=seconds,
-        layouts_per_s=result.generated / seconds if seconds > 0 else None,
-    )
+    return replace(plans[0], search=result.stats(), alternatives=tuple(plans[1:]))
 
 
 __all__ = ["OBJECTIVES", "TrainOptions", "TrainingPlan", "fabric_of", "plan_training"]
