@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -66,12 +65,11 @@ def test_min_tps_moves_slow_models_down() -> None:
     assert any(m.status == "too slow" for m in report.models)
 
 
-def test_the_whole_catalog_takes_under_a_second() -> None:
-    fit_models(on="rtx-3090")  # warm the catalog caches, as a running UI has them
-    started = time.perf_counter()
+def test_a_given_context_ranks_the_whole_catalog() -> None:
+    # Its speed (the whole catalog in < 1 s) is measured in benchmarks/bench_fit_oi.py.
     report = fit_models(on="rtx-4090", context=8192)
-    assert time.perf_counter() - started < 1.0
     assert report.context == 8192
+    assert {m.model for m in report.models} == {m.model for m in fit_models(on="rtx-3090").models}
 
 
 def test_this_machine_is_probed(monkeypatch: pytest.MonkeyPatch) -> None:

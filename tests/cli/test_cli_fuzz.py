@@ -126,7 +126,7 @@ def test_a_huge_cluster_is_planned_quickly() -> None:
     args = ["infer", "llama-3.1-8b", "--on", "rtx-4090", "--nodes", "100000", "--json"]
     started = time.perf_counter()
     assert check_cli_answer([*args, "--network", "10gbe"]) == 0
-    assert time.perf_counter() - started < 2.0
+    assert time.perf_counter() - started < 10.0  # a hang guard; its speed: benchmarks/bench_cli.py
 
 
 def test_latency_budget_of_zero_says_missed() -> None:

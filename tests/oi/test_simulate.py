@@ -1,10 +1,9 @@
-"""The Done-when of `rigwise oi simulate`: a 30-day run in under 10 s with the named keys; each
-fault kind latches its alarm within one control period, stops actuation, never overflows, and
-the health index shows ALARM until an acknowledgement after the fault clears."""
+"""The Done-when of `rigwise oi simulate`: a 30-day run with the named keys (its speed is in
+benchmarks/bench_fit_oi.py); each fault kind latches its alarm within one control period, stops
+actuation, never overflows, and the health index shows ALARM until an acknowledgement after the
+fault clears."""
 
 from __future__ import annotations
-
-import time
 
 import pytest
 from tests.oi.simhelp import advance
@@ -17,12 +16,9 @@ from rigwise.oi.simulate import simulate
 DAY = 86400.0
 
 
-def test_thirty_days_under_ten_seconds_with_the_named_keys() -> None:
-    cpu = time.process_time()
+def test_thirty_days_with_the_named_keys() -> None:
+    # Its speed (< 10 s) is measured in benchmarks/bench_fit_oi.py.
     report = simulate(days=30, seed=1)
-    cpu = time.process_time() - cpu
-    # CPU time: the wall clock of a shared test machine measures its other tenants too.
-    assert cpu < 10.0, f"30 simulated days took {cpu:.1f} s of CPU"
     for key in (
         "health_index",
         "alarms",
