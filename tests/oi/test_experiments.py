@@ -129,3 +129,11 @@ def test_spike_detection_counts_inserted_spikes() -> None:
     trace[where] -= 100.0
     assert detect_spikes(trace, 6.0) == 25
     assert detect_spikes(rng.normal(0, 10.0, trace.size), 6.0) == 0
+
+
+def test_an_alias_bomb_or_deep_nesting_in_an_experiment_file_is_refused(constants) -> None:  # type: ignore[no-untyped-def]
+    bomb = 'a: &a ["x", "x"]\nb: &b [*a, *a]\nc: [*b, *b]\n'
+    with pytest.raises(InputError, match="not valid YAML"):
+        ex.parse_spec(constants, bomb)
+    with pytest.raises(InputError, match=r"nested too deeply|not valid YAML"):
+        ex.parse_spec(constants, "x: " + "[" * 5000 + "]" * 5000)

@@ -65,7 +65,10 @@ def experiments_submit(file: str, db: str | None, constants: str | None, as_json
     if not path.is_file():
         fail(f"Experiment file {file!r} not found. Give the path of a YAML file.")
     store = _store(db)
-    exp_id = submit(store, load_constants(constants), path.read_text(), _now(store))
+    from rigwise.validate_input import read_user_text
+
+    text = read_user_text(path, "experiment file")
+    exp_id = submit(store, load_constants(constants), text, _now(store))
     exp = get(store, exp_id)
     if as_json:
         print_json(exp)

@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from rigwise.errors import CatalogError, InputError
+from rigwise.validate_input import load_yaml, read_user_text
 
 
 @dataclass(frozen=True)
@@ -92,4 +93,4 @@ def load_constants(path: str | Path | None = None) -> Constants:
             f"Constants file {str(file)!r} not found.",
             hint="Copy src/rigwise/oi/data/plant.yaml and pass its path.",
         )
-    return _parse(yaml.safe_load(file.read_text()), str(file))
+    return _parse(load_yaml(read_user_text(file, "constants file"), str(file)), str(file))

@@ -20,12 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rigwise.errors import InputError
 from rigwise.oi.drivers import Ds18b20, EzoSensor, GpioHeater, GpioPwmPump, GpioStepperPump
 from rigwise.oi.hw import Actuator, Clock, Sensor, fit_pump_calibration, nominal_calibration
+from rigwise.validate_input import load_yaml, read_user_text
 
 
 class _Strict(BaseModel):
@@ -89,9 +89,10 @@ def load_config(path: str | Path) -> DriverConfig:
             f"Drivers file {str(file)!r} not found.",
             hint="Write one as in docs/oi.md (section Real hardware).",
         )
+    data = load_yaml(read_user_text(file, "drivers file"), f"Drivers file {str(file)!r}")
     try:
-        return DriverConfig.model_validate(yaml.safe_load(file.read_text()))
-    except (yaml.YAMLError, ValidationError) as exc:
+        return DriverConfig.model_validate(data)
+    except ValidationError as exc:
         problems = str(exc).splitlines()
         raise InputError(
             f"Bad drivers file {str(file)!r}: {' '.join(problems[:3])}",

@@ -14,7 +14,6 @@ import json
 import sqlite3
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from rigwise import __version__
@@ -24,6 +23,7 @@ from rigwise.oi.health import HEALTH_RULES_VERSION
 from rigwise.oi.interlocks import RULES_VERSION
 from rigwise.oi.mea import Mea, detect_spikes
 from rigwise.oi.store import Store
+from rigwise.validate_input import load_yaml
 
 FINAL = ("completed", "failed", "cancelled")
 
@@ -86,9 +86,7 @@ def validate(c: Constants, spec: ExperimentSpec) -> None:
 
 def parse_spec(c: Constants, text: str) -> ExperimentSpec:
     try:
-        spec = ExperimentSpec.model_validate(yaml.safe_load(text))
-    except yaml.YAMLError as exc:
-        raise InputError(f"The experiment file is not YAML ({exc}).") from exc
+        spec = ExperimentSpec.model_validate(load_yaml(text, "The experiment file"))
     except ValidationError as exc:
         raise InputError(
             validation_message(exc, "Bad experiment file"),
