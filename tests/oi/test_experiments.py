@@ -137,3 +137,14 @@ def test_an_alias_bomb_or_deep_nesting_in_an_experiment_file_is_refused(constant
         ex.parse_spec(constants, bomb)
     with pytest.raises(InputError, match=r"nested too deeply|not valid YAML"):
         ex.parse_spec(constants, "x: " + "[" * 5000 + "]" * 5000)
+
+
+def test_units_carry_versioned_identities_into_the_provenance(constants) -> None:  # type: ignore[no-untyped-def]
+    text = spec() + "housing: h-1@v2\nmodules: {pump: pump-2@v3}\n"
+    parsed = ex.parse_spec(constants, text)
+    prov = ex.provenance(constants, [], parsed.model_dump())
+    assert prov["housing"] == "h-1@v2" and prov["modules"] == {"pump": "pump-2@v3"}
+    for bad in ("organoid: org-1\n", "housing: h-1\n", "modules: {pump: pump-2}\n"):
+        lines = [line for line in spec().splitlines() if not line.startswith(bad.split(":")[0])]
+        with pytest.raises(InputError):
+            ex.parse_spec(constants, "\n".join(lines) + "\n" + bad)

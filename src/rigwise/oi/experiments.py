@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sqlite3
 from typing import Any, Literal
 
@@ -38,11 +39,23 @@ class Stimulation(BaseModel):
     pulses: int = Field(ge=1, le=100_000)
 
 
+# Organoids, MEAs, housings and modules are named ``name@vN``: a new version of a unit (a
+# re-seeded organoid, a re-coated MEA, a re-flashed I/O card) is a new identity in every result.
+IDENTITY = r"^[a-z0-9][a-z0-9._-]{0,63}@v[0-9]{1,6}$"
+
+
 class ExperimentSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(min_length=1, max_length=80)
-    organoid: str = Field(description="Versioned identity, e.g. org-7@v2")
-    mea: str = Field(description="Versioned identity of the MEA, e.g. mea-1@v1")
+    organoid: str = Field(pattern=IDENTITY, description="Versioned identity, e.g. org-7@v2")
+    mea: str = Field(pattern=IDENTITY, description="Versioned identity of the MEA, e.g. mea-1@v1")
+    housing: str | None = Field(
+        default=None, pattern=IDENTITY, description="Versioned identity of the housing (h-3@v1)"
+    )
+    modules: dict[str, str] = Field(
+        default_factory=dict,
+        description="Hardware modules in the loop (pump, I/O card, ...) by versioned identity",
+    )
     electrodes: list[int] = Field(min_length=1)
     stimulation: Stimulation | None = None
     recording_windows_s: list[tuple[float, float]] = Field(min_length=1)
@@ -50,6 +63,9 @@ class ExperimentSpec(BaseModel):
 
     @model_validator(mode="after")
     def _windows(self) -> ExperimentSpec:
+        bad = [f"{k}: {v}" for k, v in self.modules.items() if not re.fullmatch(IDENTITY, v)]
+        if bad:
+            raise ValueError(f"modules need versioned identities like pump-2@v3 ({bad[0]})")
         if len(set(self.electrodes)) != len(self.electrodes):
             raise ValueError("electrodes must be distinct")
         for start, end in self.recording_windows_s:
@@ -253,6 +269,8 @@ def provenance(c: Constants, calibration_ids: list[str], spec: dict[str, Any]) -
         "calibrations": calibration_ids,
         "organoid": spec.get("organoid"),
         "mea": spec.get("mea"),
+        "housing": spec.get("housing"),
+        "modules": spec.get("modules", {}),
         "configuration_hash": hashlib.sha256(blob.encode()).hexdigest()[:16],
     }
 
