@@ -11,6 +11,8 @@ SEARCH_KEYS = (
     "engine", "max_batch", "gpus", "slo_ttft", "slo_tpot",
 )  # fmt: skip
 
+_SHORT_MODE = {"aggregated": "agg", "disaggregated": "disagg"}
+
 
 def run_search(options: dict[str, Any], as_json: bool) -> int:
     """Search serving layouts with the infer options that apply to a search."""
@@ -53,12 +55,15 @@ def render_search(found: Any) -> None:
     )
     if found.rejected:
         out.print("rejected: " + ", ".join(f"{k} {v:,}" for k, v in found.rejected.items()))
-    title = "Pareto frontier: tok/s per GPU vs tok/s per user"
+    title = (
+        "Pareto frontier: tok/s per GPU vs tok/s per user (agg: aggregated, disagg: disaggregated)"
+    )
     columns = ("mode", "quant", "layout", "batch", "GPUs", "TTFT", "TPOT", "tok/s/GPU")
     table = Table(*columns, "tok/s/user", title=title)
     for row in found.rows:
         table.add_row(
-            row["mode"][:5], row["quant"], _layout(row), str(row["running_batch"]),
+            _SHORT_MODE.get(row["mode"], row["mode"]), row["quant"], _layout(row),
+            str(row["running_batch"]),
             str(row["gpus"]), format_seconds(row["ttft_s"]), format_seconds(row["tpot_s"]),
             f"{row['tokens_per_s_per_gpu']:,.1f}", f"{row['tokens_per_s_per_user']:,.1f}",
         )  # fmt: skip
