@@ -100,24 +100,36 @@ class Endpoint:
         self.thread.join(timeout=5)
 
 
-def serve(backend: HardwareBackend, port: int = 9835, host: str = "127.0.0.1") -> Endpoint:
-    """Start serving /metrics in a background thread; ``port=0`` picks a free port."""
+def serve_collector(collector: Any, port: int, host: str, what: str, hint: str) -> Endpoint:
+    """Serve one collector's /metrics in a background thread; ``port=0`` picks a free port."""
     client = _client()
     registry = client.CollectorRegistry()
-    registry.register(SnapshotCollector(backend))
+    registry.register(collector)
     try:
         server, thread = client.start_http_server(port, addr=host, registry=registry)
     except OSError as exc:
         raise ProbeError(
-            f"Cannot serve metrics on {host}:{port} ({exc.strerror}).",
-            hint="Pick another port with --port, or stop what is using it.",
+            f"Cannot serve {what} on {host}:{port} ({exc.strerror}).", hint=hint
         ) from exc
     return Endpoint(host, int(server.server_address[1]), server, thread)
 
 
-def render(backend: HardwareBackend) -> str:
-    """The exposition text one scrape would return (for tests and `--once`)."""
+def render_collector(collector: Any) -> str:
+    """The exposition text one scrape of ``collector`` would return."""
     client = _client()
     registry = client.CollectorRegistry()
-    registry.register(SnapshotCollector(backend))
+    registry.register(collector)
     return str(client.generate_latest(registry).decode())
+
+
+def serve(backend: HardwareBackend, port: int = 9835, host: str = "127.0.0.1") -> Endpoint:
+    """Start serving /metrics in a background thread; ``port=0`` picks a free port."""
+    return serve_collector(
+        SnapshotCollector(backend), port, host, "metrics",
+        "Pick another port with --port, or stop what is using it.",
+    )  # fmt: skip
+
+
+def render(backend: HardwareBackend) -> str:
+    """The exposition text one scrape would return (for tests and `--once`)."""
+    return render_collector(SnapshotCollector(backend))

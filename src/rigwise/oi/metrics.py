@@ -7,8 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from rigwise.errors import ProbeError
-from rigwise.monitor.prometheus import Endpoint, _client
+from rigwise.monitor.prometheus import Endpoint, render_collector, serve_collector
 from rigwise.oi.status import status
 from rigwise.oi.store import Store
 
@@ -59,21 +58,14 @@ class OiCollector:
 
 
 def render(store_path: str) -> str:
-    client = _client()
-    registry = client.CollectorRegistry()
-    registry.register(OiCollector(store_path))
-    return str(client.generate_latest(registry).decode())
+    return render_collector(OiCollector(store_path))
 
 
 def serve(store_path: str, port: int = 9836, host: str = "127.0.0.1") -> Endpoint:
-    client = _client()
-    registry = client.CollectorRegistry()
-    registry.register(OiCollector(store_path))
-    try:
-        server, thread = client.start_http_server(port, addr=host, registry=registry)
-    except OSError as exc:
-        raise ProbeError(
-            f"Cannot serve O.I. metrics on {host}:{port} ({exc.strerror}).",
-            hint="Pick another port with --metrics-port.",
-        ) from exc
-    return Endpoint(host, int(server.server_address[1]), server, thread)
+    return serve_collector(
+        OiCollector(store_path),
+        port,
+        host,
+        "O.I. metrics",
+        "Pick another port with --metrics-port.",
+    )
