@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from rigwise.api._lookup import cached_cluster, cached_model
 from rigwise.api.levers import suggest_levers
 from rigwise.errors import InputError, validation_message
+from rigwise.estimate.engine_builds import normalise_build
 from rigwise.estimate.engine_rules import native_format
 from rigwise.estimate.inference import (
     Context,
@@ -131,6 +132,8 @@ class InferOptions(BaseModel):
     """Board power cap per device, watts (speed kept, watts and J/token in ``power``)."""
     calibration: dict[str, float] | None = None
     """Measured efficiency factors (``rigwise bench``) replacing the catalog's."""
+    engine_build: str | None = None
+    """Date of an older engine build, YYYY-MM[-DD], to plan with its kernels (default: current)."""
     levers: bool = True
     """Also measure the levers (changes that make it fit or run faster)."""
 
@@ -147,6 +150,16 @@ class InferOptions(BaseModel):
         if isinstance(value, int) and not 1 <= value <= MAX_DEVICES:
             raise ValueError(f"must be between 1 and {MAX_DEVICES:,} (or 'max')")
         return value
+
+    @field_validator("engine_build")
+    @classmethod
+    def _build(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            return normalise_build(value)
+        except InputError as exc:
+            raise ValueError(str(exc)) from None
 
     @field_validator("engine")
     @classmethod
@@ -395,6 +408,7 @@ def _plan(opts: InferOptions) -> InferencePlan:
         overheads=_overheads(engine, stages[0].accelerator),
         offload_efficiency=catalog_efficiency(engine, "cpu", quant.lower()),
         calibration=opts.calibration,
+        engine_build=opts.engine_build,
     )
     for stage in stages:  # validate calibration keys early, once
         efficiency(engine, stage, quant, opts.calibration)
