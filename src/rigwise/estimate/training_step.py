@@ -116,7 +116,8 @@ class StepArrays:
 
     @property
     def seconds(self) -> np.ndarray:
-        return np.sum(np.stack(list(self.parts.values())), axis=0)
+        total: np.ndarray = np.sum(np.stack(list(self.parts.values())), axis=0)
+        return total
 
 
 def _layer_gemms(geo: Geometry, tokens: np.ndarray, lay: LayoutArrays) -> list[tuple[Any, ...]]:
