@@ -20,6 +20,7 @@ from typing import Any
 
 from rigwise.estimate.training_layout import Layout, Workload
 from rigwise.validation.comparisons import ToolComparison, tool_comparisons
+from rigwise.validation.training_finetune import FitVerdicts
 from rigwise.validation.stats import (
     Comparison,
     ErrorStats,
@@ -47,6 +48,7 @@ class TrainingValidation:
     comparisons: tuple[Comparison, ...]
     stats: tuple[ErrorStats, ...]
     tools: tuple[ToolComparison, ...] = ()
+    verdicts: FitVerdicts | None = None  # fine-tuning fits/OOM verdicts (independent rows)
 
     def _errors(self, role: str, source: str, metric: str) -> list[float]:
         return [
@@ -70,6 +72,7 @@ class TrainingValidation:
                 for s in self.stats
             ],
             "tool_comparisons": [t.to_dict() for t in self.tools],
+            "finetune_verdicts": self.verdicts.to_dict() if self.verdicts else None,
             "comparisons": [c.to_dict() for c in self.comparisons],
         }
 
@@ -255,6 +258,10 @@ def validate_training(directory: str | Path | None = None) -> TrainingValidation
     """Predictions against every published run in ``directory`` (packaged copies by default)."""
     from rigwise.validation.intervals import annotate
 
+    from rigwise.validation.training_finetune import finetune_verdicts
+
     comparisons = tuple(annotate(run_cases(directory)))
     tools = tuple(tool_comparisons(comparisons))
-    return TrainingValidation(comparisons, tuple(per_source(comparisons)), tools)
+    folder = Path(directory) if directory else DATA_DIR
+    verdicts = finetune_verdicts(folder)
+    return TrainingValidation(comparisons, tuple(per_source(comparisons)), tools, verdicts)

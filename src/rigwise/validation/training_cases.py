@@ -119,7 +119,12 @@ def fabric(
         acc = dataclasses.replace(acc, memory_bytes=memory_gib * GIB)
     if memory_bandwidth_gb_s:
         acc = dataclasses.replace(acc, memory_bandwidth_bytes_per_s=memory_bandwidth_gb_s * 1e9)
-    intra = get_link("nvswitch-gen3" if acc.id.startswith(("h100", "h200")) else "nvswitch-gen2")
+    switch = "nvswitch-gen2"  # A100 (DGX/HGX A100)
+    if acc.id.startswith(("h100", "h200")):
+        switch = "nvswitch-gen3"
+    elif acc.id.startswith(("b200", "gb200")):
+        switch = "nvswitch-gen4"
+    intra = get_link(switch)
     return Fabric(acc, per_node, intra, get_link(network) if network else None, ports, power_limit)
 
 
