@@ -120,7 +120,9 @@ def layouts(cluster: Cluster, gpus: int, moe: bool, layers: int) -> list[Replica
     return found
 
 
-ShapeBuilder = Callable[[str, ReplicaLayout], "tuple[tuple[Stage, ...], Context, MemoryBreakdown]"]
+ShapeBuilder = Callable[
+    [str, ReplicaLayout], "tuple[tuple[Stage, ...], Context, MemoryBreakdown | None]"
+]
 
 
 def build_shape(
