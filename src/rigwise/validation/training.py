@@ -20,7 +20,6 @@ from typing import Any
 
 from rigwise.estimate.training_layout import Layout, Workload
 from rigwise.validation.comparisons import ToolComparison, tool_comparisons
-from rigwise.validation.training_finetune import FitVerdicts
 from rigwise.validation.stats import (
     Comparison,
     ErrorStats,
@@ -37,6 +36,7 @@ from rigwise.validation.training_cases import (
 )
 from rigwise.validation.training_cases import assumptions as _assumptions
 from rigwise.validation.training_cases import rows as _rows
+from rigwise.validation.training_finetune import FitVerdicts
 
 
 @dataclass(frozen=True)
@@ -257,7 +257,6 @@ def run_cases(directory: str | Path | None = None) -> list[Comparison]:
 def validate_training(directory: str | Path | None = None) -> TrainingValidation:
     """Predictions against every published run in ``directory`` (packaged copies by default)."""
     from rigwise.validation.intervals import annotate
-
     from rigwise.validation.training_finetune import finetune_verdicts
 
     comparisons = tuple(annotate(run_cases(directory)))

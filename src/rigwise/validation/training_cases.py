@@ -17,8 +17,10 @@ from rigwise.estimate.compute import training_factors
 from rigwise.estimate.training import Evaluation, evaluate
 from rigwise.estimate.training_layout import Layout, LayoutArrays, Workload, geometry
 from rigwise.estimate.training_step import Fabric
-from rigwise.units import GiB as GIB
+from rigwise.units import GiB
 from rigwise.validation.stats import NOT_MEASUREMENTS, Comparison, require_roles
+
+GIB = GiB  # bytes per GiB, re-exported for the sources
 
 DATA_DIR = Path(__file__).parent / "data" / "training"
 
