@@ -19,7 +19,6 @@ import hashlib
 import os
 import pickle
 import sys
-import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TypeVar
@@ -91,6 +90,8 @@ def cached_build(name: str, files: Iterable[Path], build: Callable[[], T]) -> T:
 
 def _store(folder: Path, path: Path, value: object) -> None:
     """Write atomically (temp file + rename); give up silently where the folder is not ours."""
+    import tempfile  # only when writing (a cache hit needs none)
+
     name = path.name.rsplit("-", 1)[0]
     try:
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
