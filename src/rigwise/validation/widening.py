@@ -1,25 +1,28 @@
-"""The two widening factors of the prediction ranges, calibrated on held-out coverage.
+"""The width factors of the prediction ranges, calibrated on held-out coverage.
 
-A plan whose device class or engine has no validated rows gets the range of a broader regime,
-widened; so does a plan on more than twice the devices of any row behind its range
-(``estimate/intervals.py``). The factors were guesses (x1.5, x1.25); here they are measured:
+Ranges come from the independent rows of a regime (``estimate/intervals.py``); a plan is most
+often on a device (or from a setup) those rows have not seen, and a plan whose device class or
+engine has no validated rows gets the range of a broader regime; so does one on more than twice
+the devices of any row behind its range. Three log-width factors, per metric where a metric has
+enough cases, are measured by leaving rows out and checking them against what is left:
 
-* **unseen** (leave one device out, one device class out, one engine out, pooled): for every
-  device (class, engine) of a metric, the table is rebuilt from the independent rows of the
-  *others*, and each held-out row gets the range a plan would get; the rows whose range backs
-  off past their device class or engine are the cases. Leaving one device out is what the
-  per-regime coverage report does (a class validated on two devices loses its own range when
-  one is held out); leaving a whole class or engine out is a plan on hardware never validated.
+* **device** (leave one device out): each device's rows against the table rebuilt without it,
+  where the range stays within their device class and engine and scale. Every range of the
+  metric is widened by it: a device with few validated neighbours is covered less than 80 %.
+* **unseen** (leave one device out, one device class out, one engine out, pooled): the held-out
+  rows whose range backs off past their device class or engine are the cases.
 * **scale** (leave the larger layouts out): for every device count ``d``, the table is rebuilt
   from the rows on at most ``d / 2`` devices, so each row on ``d`` devices is a scale
   extrapolation.
 
-For each such case the log-width factor ``w`` that would just cover it is
-``|r - centre| / half-width``. Per scheme, the split-conformal 80 % rank of those ``w`` is the
-smallest factor covering >= 80 % of its held-out cases; the chosen factor is the largest over
-the schemes with enough cases (so each reaches 80 %), never below 1 (a range
-that backs off is never made narrower than its basis). Cases where both widenings apply are left
-out of both fits, so each factor is measured alone.
+For each case the log-width factor ``w`` that would just cover it is
+``|r - centre| / half-width``; unseen and scale cases are divided by their metric's device
+factor (it applies to them too). Per scheme, the split-conformal 80 % rank of those ``w`` is
+the smallest factor covering >= 80 % of its held-out cases; the chosen factor is the largest
+over the schemes with enough cases, never below 1 (a range is never made narrower than its
+rows' P10-P90). Cases where both unseen and scale apply are left out of both fits, so each
+factor is measured alone. The coverage reported for these factors is cross-fitted
+(``validation/coverage.py``): a row is never scored with factors its own device helped set.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from rigwise.estimate.intervals import (
     ANY,
     MIN_GROUPS,
     MIN_ROWS,
+    WIDEN_DEVICE,
     WIDEN_SCALE,
     WIDEN_UNSEEN,
     WIDENING_FILE,
@@ -45,13 +49,13 @@ from rigwise.estimate.intervals import (
 from rigwise.validation.intervals import TARGET, in_scope, table_from
 from rigwise.validation.stats import Comparison
 
-_PRIORS = {"unseen": WIDEN_UNSEEN, "scale": WIDEN_SCALE}
+_PRIORS = {"device": WIDEN_DEVICE, "unseen": WIDEN_UNSEEN, "scale": WIDEN_SCALE}
 Case = tuple[float, str, str, str]  # needed log-width factor, device group, metric, scheme
 
 
 @dataclass(frozen=True)
 class WideningFit:
-    factor: str  # unseen | scale
+    factor: str  # device | unseen | scale
     metric: str  # decode, serving, ... or '*' (every metric pooled)
     value: float  # the chosen log-width factor
     prior: float  # the guess it replaces
@@ -173,19 +177,42 @@ def _fits(name: str, cases: list[Case]) -> list[WideningFit]:
 
 
 def calibrate(comparisons: Sequence[Comparison]) -> list[WideningFit]:
-    """Unseen and scale factors, pooled and per metric, from held-out coverage (module doc)."""
+    """Device, unseen and scale factors, pooled and per metric, from held-out coverage."""
     rows = [c for c in comparisons if _held_out(c)]
     only_unseen: Callable[[Interval], bool] = lambda f: f.unseen and not f.beyond_scale  # noqa: E731
+    neither: Callable[[Interval], bool] = lambda f: not f.unseen and not f.beyond_scale  # noqa: E731
 
     def field(index: int) -> Callable[[Comparison], str]:
         return lambda c: c.regime.split("|")[0] + "|" + c.regime.split("|")[index]
 
+    device = _fits("device", _cases(rows, lambda c: c.group, neither, "device"))
     unseen = [
         *_cases(rows, lambda c: c.group, only_unseen, "device"),
         *_cases(rows, field(2), only_unseen, "class"),
         *_cases(rows, field(1), only_unseen, "engine"),
     ]
-    return [*_fits("unseen", unseen), *_fits("scale", _scale_cases(rows))]
+    over = {f.metric: f.value for f in device}
+    scaled = [_divided(unseen, over), _divided(_scale_cases(rows), over)]
+    return [*device, *_fits("unseen", scaled[0]), *_fits("scale", scaled[1])]
+
+
+def _divided(cases: Sequence[Case], device: dict[str, float]) -> list[Case]:
+    """Cases' needed factors beyond the device factor of their metric (it applies to them)."""
+    return [
+        (w / device.get(metric, device.get(ANY, WIDEN_DEVICE)), group, metric, scheme)
+        for w, group, metric, scheme in cases
+    ]
+
+
+def factors(fits: Sequence[WideningFit], metric: str) -> tuple[float, float, float]:
+    """(unseen, scale, device) for ``metric`` from ``fits``, as ``packaged_widening`` reads the
+    stored file: the metric's own row, else the pooled one, else the prior."""
+    found = {(f.factor, f.metric): f.value for f in fits}
+
+    def one(name: str) -> float:
+        return found.get((name, metric), found.get((name, ANY), _PRIORS[name]))
+
+    return one("unseen"), one("scale"), one("device")
 
 
 def widening_text(fits: Sequence[WideningFit]) -> str:
@@ -193,8 +220,10 @@ def widening_text(fits: Sequence[WideningFit]) -> str:
     lines = [
         "# Log-width factors of the prediction ranges, calibrated on held-out coverage by",
         f"# `rigwise validate intervals --write` on {today} (validation/widening.py):",
-        "# unseen = leave one device / device class / engine out (pooled); scale = leave layouts",
-        "# on more than half the devices out. value = the largest over those schemes of the",
+        "# device = leave one device out (every range of the metric); unseen = leave one device /",
+        "# device class / engine out, the rows whose range backs off past them (pooled); scale =",
+        "# leave layouts on more than half the devices out; unseen and scale beyond the device",
+        "# factor. value = the largest over those schemes of the",
         "# smallest factor covering >= 80 % of a scheme's held-out cases (split-conformal rank),",
         "# never below 1; with no cases, the prior. coverage_* = over all schemes' cases pooled.",
         "# A metric's own row (enough cases from 2+ devices) overrides the pooled '*' row.",
