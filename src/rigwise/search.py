@@ -189,11 +189,14 @@ def _score(ev: Evaluation, fabric: Fabric, factors: TrainingFactors, objective: 
     seconds = ev.step.seconds
     headroom = 1.0 + 1e-9 * ev.memory.total / ev.capacity_bytes
     if objective == "time":
-        return seconds * headroom
+        by_time: np.ndarray = seconds * headroom
+        return by_time
     gpu_seconds = seconds * ev.gpus_used
     if objective == "energy":
-        return gpu_seconds * (1.0 + 1e-6 * ev.hfu) * headroom
-    return gpu_seconds * headroom
+        by_energy: np.ndarray = gpu_seconds * (1.0 + 1e-6 * ev.hfu) * headroom
+        return by_energy
+    by_cost: np.ndarray = gpu_seconds * headroom
+    return by_cost
 
 
 SEQ_STEP = 256  # sequence lengths are searched in multiples of this

@@ -12,11 +12,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rigwise.catalog.loader import read_csv
 from rigwise.errors import RigwiseError
 from rigwise.models import ModelSpec
+from rigwise.plans import InferencePlan
+
+if TYPE_CHECKING:
+    from rigwise.estimate.inference_memory import MemoryBreakdown
+
+# Option fields by name (``InferOptions``' fields, before validation) and a planner over them.
+OptionFields = Mapping[str, object]
+Replan = Callable[[OptionFields], InferencePlan]
 
 MAX = "max"
 # KV dtypes a user can step down to, in the order each halves the cache again.
@@ -30,7 +38,7 @@ _KV_STEPS = {
 }
 _GGUF_ENGINES = ("llama.cpp", "ollama")
 # The one plan the headroom is read from: a context of 2 tokens, so every device holds some KV.
-_PROBE: dict[str, Any] = {"context": 2, "prompt": 1, "gen": 1, "levers": False}
+_PROBE: dict[str, object] = {"context": 2, "prompt": 1, "gen": 1, "levers": False}
 
 
 def default_context_tokens() -> int:
@@ -39,7 +47,7 @@ def default_context_tokens() -> int:
     return int(float(row["value"]))
 
 
-def kv_headroom(memory: Any) -> float:
+def kv_headroom(memory: MemoryBreakdown) -> float:
     """How many times the plan's KV cache would still fit on its tightest device (may be < 1)."""
     ratios = []
     for device in memory.per_device:
@@ -68,7 +76,7 @@ def largest_context(spec: ModelSpec, kv_dtype: str, context: int, headroom: floa
     return low
 
 
-def plan_max_context(plan: Any, spec: ModelSpec) -> int:
+def plan_max_context(plan: InferencePlan, spec: ModelSpec) -> int:
     """Largest context the plan's hardware, quant and KV dtype hold (0: not even the weights)."""
     context = int(plan.workload.context)
     return largest_context(spec, plan.kv_quant, context, kv_headroom(plan.memory))
@@ -79,7 +87,7 @@ class ContextStep:
     """One next step for a longer context, with the context it reaches."""
 
     description: str
-    change: Mapping[str, Any]
+    change: Mapping[str, object]
     max_context: int
 
 
@@ -104,18 +112,19 @@ def _one_more_device(on: str | None) -> str | None:
 
 
 def context_steps(
-    options: Mapping[str, Any],
-    plan: Any,
+    options: OptionFields,
+    plan: InferencePlan,
     spec: ModelSpec,
-    replan: Callable[[Mapping[str, Any]], Any],
+    replan: Replan,
 ) -> tuple[ContextStep, ...]:
     """What a smaller KV dtype and one more device each make of the largest context."""
     short = {**options, **_PROBE}
-    changes: list[tuple[str, dict[str, Any]]] = []
+    changes: list[tuple[str, dict[str, object]]] = []
     kv = next_kv_dtype(plan.kv_quant, plan.engine)
     if kv:
         changes.append((f"--kv-quant {kv}", {"kv_quant": kv}))
-    more = _one_more_device(options.get("on"))
+    on = options.get("on")
+    more = _one_more_device(on if isinstance(on, str) else None)
     if more and not options.get("cluster") and options.get("nodes", 1) == 1:
         changes.append((f"--on '{more}'", {"on": more}))
     steps = []
@@ -131,11 +140,18 @@ def context_steps(
     return tuple(steps)
 
 
+def _whole(value: object) -> int:
+    """A count option given as a number or its text ('128')."""
+    if isinstance(value, int | float | str):
+        return int(value)
+    raise TypeError(f"not a count: {value!r}")
+
+
 def resolve_max(
-    options: Mapping[str, Any], replan: Callable[[Mapping[str, Any]], Any], spec: ModelSpec
-) -> tuple[dict[str, Any], int, tuple[ContextStep, ...]]:
+    options: OptionFields, replan: Replan, spec: ModelSpec
+) -> tuple[dict[str, object], int, tuple[ContextStep, ...]]:
     """Options with ``context``/``prompt`` = 'max' replaced by the largest that fits."""
-    gen = int(options.get("gen", 128))
+    gen = _whole(options.get("gen", 128))
     plan = replan({**options, **_PROBE})
     reach = plan_max_context(plan, spec)
     resolved = {k: v for k, v in options.items() if v != MAX}
@@ -152,11 +168,11 @@ def resolve_max(
 
 
 def plan_with_max(
-    options: Mapping[str, Any],
-    plan: Callable[..., Any],
-    replan: Callable[[Mapping[str, Any]], Any],
+    options: OptionFields,
+    plan: Callable[..., InferencePlan],
+    replan: Replan,
     spec: ModelSpec,
-) -> Any:
+) -> InferencePlan:
     """``plan(**options)`` at the largest context (or prompt) that fits, saying so, with the
     next steps (a smaller KV dtype, one more device) as levers."""
     from rigwise.plans import Lever
@@ -170,7 +186,7 @@ def plan_with_max(
         else f"largest context that fits: {reach:,} tokens ({result.quant}, KV {result.kv_quant}"
         + (", the model's maximum" if reach >= spec.max_context else "")
         + ")"
-        + (f"; --prompt max = {resolved['prompt']:,} tokens" if what == "prompt" else "")
+        + (f"; --prompt max = {_whole(resolved['prompt']):,} tokens" if what == "prompt" else "")
     )
     levers = tuple(
         Lever(
@@ -189,6 +205,8 @@ def plan_with_max(
 __all__ = [
     "MAX",
     "ContextStep",
+    "OptionFields",
+    "Replan",
     "context_steps",
     "default_context_tokens",
     "kv_headroom",

@@ -12,9 +12,9 @@ that fit but are too slow, fastest first; then those that do not fit, closest fi
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -22,6 +22,9 @@ from rigwise.api.context import default_context_tokens, plan_max_context
 from rigwise.catalog.loader import read_csv
 from rigwise.errors import InputError, RigwiseError, UnknownNameError, closest
 from rigwise.models import ModelSpec, catalog_models
+
+if TYPE_CHECKING:
+    from rigwise.plans import InferencePlan
 
 USES = ("chat", "code", "reasoning", "vision", "embedding", "text", "benchmark")
 _GGUF = ("Q8_0", "Q6_K", "Q5_K_M", "Q4_K_M", "Q3_K_M", "Q2_K", "IQ2_XXS")
@@ -171,22 +174,34 @@ def _engine(on: str, engine: str | None) -> str:
     return engine or default_engine(cached_cluster(on, 1, None, None, "rtx-3090"), 1)
 
 
-Planner = Callable[..., Any]
+class PlanFields(TypedDict, total=False):
+    """The ``plan_inference`` fields one model's plans are made with."""
+
+    on: str
+    engine: str
+    context: int
+    levers: bool
+    model: str
+    quant: str
+    kv_quant: str
+
+
+Planner = Callable[..., "InferencePlan"]
 
 
 @dataclass(frozen=True)
 class _Tried:
     """The plans of one model down its quant ladder."""
 
-    chosen: Any | None  # fits and reaches min_tps
-    fitting: tuple[Any, ...]  # every plan that fits
-    last: Any | None  # the plan at the fewest bits (for the reason when nothing fits)
+    chosen: InferencePlan | None  # fits and reaches min_tps
+    fitting: tuple[InferencePlan, ...]  # every plan that fits
+    last: InferencePlan | None  # the plan at the fewest bits (for the reason when nothing fits)
 
 
 def _try_ladder(
-    plan: Planner, base: Mapping[str, Any], ladder: tuple[str, ...], min_tps: float | None
+    plan: Planner, base: PlanFields, ladder: tuple[str, ...], min_tps: float | None
 ) -> _Tried:
-    fitting: list[Any] = []
+    fitting: list[InferencePlan] = []
     last = None
     for quant in ladder:
         try:
@@ -203,13 +218,13 @@ def _try_ladder(
     return _Tried(None, tuple(fitting), last)
 
 
-def _default_quant(base: Mapping[str, Any]) -> str:
-    from rigwise.api.infer import _DEFAULT_QUANT
+def _default_quant(base: PlanFields) -> str:
+    from rigwise.api.infer_stages import DEFAULT_QUANT
 
-    return _DEFAULT_QUANT.get(str(base["engine"]), "FP8")
+    return DEFAULT_QUANT.get(str(base["engine"]), "FP8")
 
 
-def _more_devices(plan: Planner, base: Mapping[str, Any], last: Any) -> str:
+def _more_devices(plan: Planner, base: PlanFields, last: InferencePlan) -> str:
     """How many of the device it takes (at ``base``'s quant, else the plan's), checked by
     one plan."""
     from rigwise.api.context import more_devices_text
@@ -231,7 +246,7 @@ def _more_devices(plan: Planner, base: Mapping[str, Any], last: Any) -> str:
     return f"{text}: runs at {quant}, {speed:,.1f} tok/s decode"
 
 
-def _context_lever(plan: Planner, base: Mapping[str, Any], chosen: Any, spec: ModelSpec) -> str:
+def _context_lever(plan: Planner, base: PlanFields, chosen: InferencePlan, spec: ModelSpec) -> str:
     from rigwise.api.context import next_kv_dtype
 
     kv = next_kv_dtype(chosen.kv_quant, chosen.engine)
@@ -244,7 +259,9 @@ def _context_lever(plan: Planner, base: Mapping[str, Any], chosen: Any, spec: Mo
     return f"--kv-quant {kv}: context up to {plan_max_context(other, spec):,} tokens"
 
 
-def _intervals(result: Any) -> tuple[Any, Any]:
+def _intervals(
+    result: InferencePlan,
+) -> tuple[tuple[float, float] | None, tuple[float, float] | None]:
     """The plan's P10-P90 decode and prefill ranges, from the same regime lookup that adds them
     to a plan's JSON (estimate/plan_intervals.py), without serialising the whole plan."""
     if not result.fits or result.decode is None or result.prefill is None:
@@ -274,7 +291,7 @@ def _intervals(result: Any) -> tuple[Any, Any]:
     return band("decode", result.decode.tokens_per_s), band("prefill", result.prefill.tokens_per_s)
 
 
-def _row(spec: ModelSpec, use: _Use, status: str, result: Any, lever: str) -> ModelFit:
+def _row(spec: ModelSpec, use: _Use, status: str, result: InferencePlan, lever: str) -> ModelFit:
     decode = result.decode.tokens_per_s if result.decode else None
     prefill = result.prefill.tokens_per_s if result.prefill else None
     fits = status != NO_FIT
@@ -301,7 +318,7 @@ def _row(spec: ModelSpec, use: _Use, status: str, result: Any, lever: str) -> Mo
 
 
 def fit_model(
-    plan: Planner, spec: ModelSpec, use: _Use, base: Mapping[str, Any], min_tps: float | None
+    plan: Planner, spec: ModelSpec, use: _Use, base: PlanFields, min_tps: float | None
 ) -> ModelFit | None:
     """One model's best quant that fits, its largest context, speeds and one lever."""
     base = {**base, "model": spec.name, "context": min(int(base["context"]), spec.max_context)}
@@ -372,7 +389,12 @@ def fit_models(
     hardware = on or "this-machine"
     chosen_engine = _engine(hardware, engine)
     context = context or default_context_tokens()
-    base = {"on": hardware, "engine": chosen_engine, "context": context, "levers": False}
+    base: PlanFields = {
+        "on": hardware,
+        "engine": chosen_engine,
+        "context": context,
+        "levers": False,
+    }
     uses = model_uses()
     fits: list[ModelFit] = []
     for spec in catalog_models():

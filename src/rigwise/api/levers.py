@@ -17,7 +17,7 @@ from rigwise.hardware.nodes import split_count  # the one parser of "2x rtx-3090
 from rigwise.plans import InferencePlan, Lever
 
 if TYPE_CHECKING:
-    from rigwise.api.infer import InferOptions
+    from rigwise.api.infer_options import InferOptions
 
 _GGUF_QUANTS = ("Q4_K_M", "Q8_0", "Q5_K_M", "Q3_K_M", "IQ2_XXS")
 _SERVER_QUANTS = ("FP8", "AWQ-4bit-g128", "BF16")

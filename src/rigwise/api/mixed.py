@@ -10,11 +10,15 @@ models (gpt-oss-120b, Qwen3-235B on one GPU) it is often the lever that makes th
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rigwise.catalog.loader import read_csv
 from rigwise.errors import RigwiseError
-from rigwise.plans import Lever
+from rigwise.plans import InferencePlan, Lever
+
+if TYPE_CHECKING:
+    from rigwise.api.infer_options import InferOptions
+    from rigwise.models import ModelSpec
 
 
 def default_host() -> str:
@@ -22,7 +26,7 @@ def default_host() -> str:
     return row["value"]
 
 
-def offload_candidate(options: Any, plan: Any) -> tuple[str, dict[str, object]]:
+def offload_candidate(options: InferOptions, plan: InferencePlan) -> tuple[str, dict[str, object]]:
     """The --offload auto lever, with a host platform when the options name none."""
     if options.host is not None:
         return "--offload auto (weights that do not fit go to host RAM)", {"offload": "auto"}
@@ -51,7 +55,9 @@ def _parts(on: str | None) -> list[str]:
     return [p.strip() for p in on.split("+")]
 
 
-def without_last_card(options: Any, plan: Any, run: Callable[[Any], Any]) -> Lever | None:
+def without_last_card(
+    options: InferOptions, plan: InferencePlan, run: Callable[[InferOptions], InferencePlan]
+) -> Lever | None:
     """On a mixed rig: the plan without its last card, with the numbers either way."""
     parts = _parts(options.on)
     if len(parts) < 2 or options.nodes != 1:
@@ -73,13 +79,15 @@ def without_last_card(options: Any, plan: Any, run: Callable[[Any], Any]) -> Lev
     return Lever(text, {"on": fewer}, other.verdict, rate, speedup, False, False)
 
 
-def _spec(model: str) -> Any:
+def _spec(model: str) -> ModelSpec:
     from rigwise.api._lookup import cached_model
 
     return cached_model(model)
 
 
-def _state(plan: Any, spec: Any, max_context: Callable[[Any, Any], int]) -> str:
+def _state(
+    plan: InferencePlan, spec: ModelSpec, max_context: Callable[[InferencePlan, ModelSpec], int]
+) -> str:
     if not plan.fits:
         return "does not fit"
     rate = f"{plan.decode.tokens_per_s:,.1f} tok/s decode" if plan.decode else "fits"

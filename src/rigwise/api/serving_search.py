@@ -12,11 +12,10 @@ from __future__ import annotations
 import time
 from collections import Counter
 from dataclasses import replace
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from rigwise.api import infer as _infer
+from rigwise.api import infer_stages as _stages
 from rigwise.errors import InputError, validation_message
 from rigwise.estimate.inference import Context, catalog_efficiency
 from rigwise.estimate.inference_memory import MemoryBreakdown, Stage
@@ -35,6 +34,9 @@ _SERVER_QUANTS = ("BF16", "FP8", "NVFP4")  # searched when --quant is not given;
 
 
 class SearchOptions(BaseModel):
+    """The options of ``rigwise infer --search`` (``plan_inference``'s, plus ``gpus`` and the
+    SLOs); unknown keys are an error naming the key."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     model: str
@@ -53,40 +55,46 @@ class SearchOptions(BaseModel):
     slo_tpot: str | None = None
 
 
-def search_serving_layouts(**options: Any) -> ServingSearchResult:
-    """Search aggregated and disaggregated layouts; see ``SearchOptions``."""
+def search_serving_layouts(
+    options: SearchOptions | None = None, /, **fields: object
+) -> ServingSearchResult:
+    """Search aggregated and disaggregated layouts; pass a ``SearchOptions`` or its fields as
+    keywords (keywords override)."""
     started = time.perf_counter()
+    given = {**(options.model_dump(exclude_unset=True) if options else {}), **fields}
     try:
-        opts = SearchOptions(**options)
+        opts = SearchOptions.model_validate(given)
     except ValidationError as exc:
         raise InputError(
             validation_message(exc, "Bad option"), hint="See `rigwise infer --help`."
         ) from None
-    spec = _infer._model(opts.model)
-    cluster = _infer._cluster(opts.on, opts.nodes, opts.network, opts.cluster)
+    spec = _stages.model_of(opts.model)
+    cluster = _stages.cluster_of(opts.on, opts.nodes, opts.network, opts.cluster)
     engine = opts.engine or "vllm"
-    _infer._check_engine(engine, cluster)
+    _stages.check_engine(engine, cluster)
     total = min(opts.gpus or cluster.accelerator_count, cluster.accelerator_count)
-    quants = [_infer._canonical_quant(q) for q in ([opts.quant] if opts.quant else _SERVER_QUANTS)]
+    quants = [_stages.canonical_quant(q) for q in ([opts.quant] if opts.quant else _SERVER_QUANTS)]
 
-    def builder(quant: str, layout: ReplicaLayout) -> tuple[tuple[Stage, ...], Context, Any]:
+    def builder(
+        quant: str, layout: ReplicaLayout
+    ) -> tuple[tuple[Stage, ...], Context, MemoryBreakdown | None]:
         stages = replica_stages(
-            cluster, "tensor", layout, lambda a: _infer._overheads(engine, a), spec.num_layers
+            cluster, "tensor", layout, lambda a: _stages.overheads(engine, a), spec.num_layers
         )
         ctx = Context(
             spec=spec,
             engine=engine,
             quant=quant,
-            kv_dtype=opts.kv_quant or _infer._default_kv(engine, quant),
+            kv_dtype=opts.kv_quant or _stages.default_kv(engine, quant),
             weights_bytes=spec.weights_bytes(quant),
-            overheads=_infer._overheads(engine, stages[0].accelerator),
+            overheads=_stages.overheads(engine, stages[0].accelerator),
             offload_efficiency=catalog_efficiency(engine, "cpu", quant.lower()),
             calibration=None,
         )
         return stages, ctx, None
 
     def memory_for(stages: tuple[Stage, ...], ctx: Context, kv: float) -> MemoryBreakdown:
-        return _infer._memory(spec, stages, ctx, kv, engine)
+        return _stages.memory_of(spec, stages, ctx, kv, engine)
 
     request = SearchRequest(
         prompt=opts.prompt,

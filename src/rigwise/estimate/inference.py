@@ -412,9 +412,8 @@ def decode_step_seconds(
         times.append(roof + p["host_offload"] + p["kernel_overhead"] + p["tensor_parallel_comm"])
     hops = hop_seconds(ctx, stages, network, micro)
     hops += (len(stages) - 1) * ctx.overheads.layer_hop_overhead_s
-    if pipelined:
-        return len(stages) * functools.reduce(larger, times) + hops
-    return sum(times) + hops
+    step_s: float = len(stages) * functools.reduce(larger, times) if pipelined else sum(times)
+    return step_s + hops
 
 
 def prefill_seconds_per_token_batched(

@@ -193,7 +193,8 @@ class MemoryBreakdown:
     notes: tuple[str, ...] = field(default=())
 
     def _sum(self, name: str) -> float:
-        return sum(getattr(d, name) * d.count for d in self.per_device)
+        total: float = sum(getattr(d, name) * d.count for d in self.per_device)
+        return total
 
     @property
     def weights_bytes(self) -> float:

@@ -18,9 +18,10 @@ from dataclasses import dataclass
 from rigwise.errors import InputError
 from rigwise.estimate import comms
 from rigwise.estimate.inference import Context, Phase
-from rigwise.estimate.inference_memory import DOES_NOT_FIT, MemoryBreakdown, Stage
+from rigwise.estimate.inference_memory import MemoryBreakdown, Stage
 from rigwise.estimate.serving import ServingEstimate, max_concurrency, replica_costs
 from rigwise.hardware import Link
+from rigwise.plans import DOES_NOT_FIT
 
 ROLE_KEYS = ("tp", "pp", "ep", "attention_dp", "workers", "max_batch")
 

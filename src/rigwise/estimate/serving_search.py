@@ -29,11 +29,12 @@ from rigwise.estimate.inference import (
     prefill_phase,
     prefill_seconds_per_token_batched,
 )
-from rigwise.estimate.inference_memory import DOES_NOT_FIT, MemoryBreakdown, Stage
+from rigwise.estimate.inference_memory import MemoryBreakdown, Stage
 from rigwise.estimate.serving import max_concurrency
 from rigwise.estimate.serving_disagg import kv_transfer_seconds
 from rigwise.estimate.serving_layout import ReplicaLayout, check_rules
 from rigwise.hardware import Cluster, Link
+from rigwise.plans import DOES_NOT_FIT
 
 _MAX_PP = 8  # deeper pipelines are not searched (serving rarely gains from them)
 _BATCHES = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048])
@@ -119,7 +120,9 @@ def layouts(cluster: Cluster, gpus: int, moe: bool, layers: int) -> list[Replica
     return found
 
 
-ShapeBuilder = Callable[[str, ReplicaLayout], "tuple[tuple[Stage, ...], Context, MemoryBreakdown]"]
+ShapeBuilder = Callable[
+    [str, ReplicaLayout], "tuple[tuple[Stage, ...], Context, MemoryBreakdown | None]"
+]
 
 
 def build_shape(

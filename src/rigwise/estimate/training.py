@@ -44,11 +44,13 @@ class Evaluation:
     def gpus_used(self) -> np.ndarray:
         """GPUs each layout occupies (a cost search may leave some idle)."""
         lay = self.layouts
-        return (lay.tp * lay.pp * lay.dp * lay.cp).astype(float)
+        used: np.ndarray = (lay.tp * lay.pp * lay.dp * lay.cp).astype(float)
+        return used
 
     @property
     def fits(self) -> np.ndarray:
-        return self.memory.total <= self.capacity_bytes
+        fits: np.ndarray = self.memory.total <= self.capacity_bytes
+        return fits
 
     @property
     def tokens_per_s(self) -> np.ndarray:
@@ -56,7 +58,8 @@ class Evaluation:
 
     @property
     def model_flops_per_gpu(self) -> np.ndarray:
-        return self.tokens_per_s * self.model_flops_per_token / self.gpus_used
+        per_gpu: np.ndarray = self.tokens_per_s * self.model_flops_per_token / self.gpus_used
+        return per_gpu
 
     @property
     def mfu(self) -> np.ndarray:

@@ -78,7 +78,10 @@ class MemoryArrays:
 
     @property
     def total(self) -> np.ndarray:
-        return self.weights + self.gradients + self.optimizer + self.activations + self.other
+        total: np.ndarray = (
+            self.weights + self.gradients + self.optimizer + self.activations + self.other
+        )
+        return total
 
 
 def stage_params(geo: Geometry, lay: LayoutArrays) -> np.ndarray:
@@ -89,7 +92,8 @@ def stage_params(geo: Geometry, lay: LayoutArrays) -> np.ndarray:
     experts = _moe_params_per_layer(geo) / (lay.tp * lay.ep)
     embedding = geo.embedding_params / lay.tp
     head = np.where(lay.pp == 1, geo.head_params, 0.0) / lay.tp
-    return layers * (dense + experts) + embedding + head
+    params: np.ndarray = layers * (dense + experts) + embedding + head
+    return params
 
 
 def _moe_params_per_layer(geo: Geometry) -> float:
@@ -203,7 +207,8 @@ def activation_bytes_per_token(geo: Geometry, work: Workload, lay: LayoutArrays)
     split = attention + mlp + scores
     tp = lay.tp.astype(float)
     replicated_share = np.where(lay.sequence_parallel > 0, replicated / tp, replicated)
-    return replicated_share + split / tp
+    per_token: np.ndarray = replicated_share + split / tp
+    return per_token
 
 
 def _mlp_activation_bytes(geo: Geometry) -> float:
@@ -226,13 +231,15 @@ def _selective_bytes_per_token(geo: Geometry, work: Workload, lay: LayoutArrays)
     full = activation_bytes_per_token(geo, work, lay)
     if not work.flash_attention:
         drop = (5.0 if work.dropout else 2.0) * geo.heads * work.seq_len / lay.cp / lay.tp
-        return full - drop
+        without_scores: np.ndarray = full - drop
+        return without_scores
     h, a, k, d, f = geo.hidden, geo.heads, geo.kv_heads, geo.head_dim, geo.ffn
     kept_split = 4.0 * a * d + 4.0 * k * d + 2.0 * f
     kept_replicated = 4.0 * h
     tp = lay.tp.astype(float)
     rep = np.where(lay.sequence_parallel > 0, kept_replicated / tp, kept_replicated)
-    return np.minimum(full, rep + kept_split / tp)
+    kept: np.ndarray = np.minimum(full, rep + kept_split / tp)
+    return kept
 
 
 def activation_memory(geo: Geometry, work: Workload, lay: LayoutArrays) -> np.ndarray:
@@ -261,7 +268,8 @@ def activation_memory(geo: Geometry, work: Workload, lay: LayoutArrays) -> np.nd
     per_logit = CHUNKED_LOGITS_BYTES if work.chunked_loss else LOGITS_BYTES
     logits = tokens * geo.vocab * per_logit / lay.tp
     last_stage = per_layer * stored_layers + working + logits
-    return np.maximum(first_stage, last_stage)
+    peak: np.ndarray = np.maximum(first_stage, last_stage)
+    return peak
 
 
 def memory_per_gpu(

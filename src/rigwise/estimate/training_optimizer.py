@@ -23,7 +23,7 @@ from rigwise.estimate.training_memory import (
 )
 
 if TYPE_CHECKING:
-    from rigwise.estimate.training_step import Fabric
+    from rigwise.estimate.training_comms import Fabric
 
 
 def optimizer_time(geo: Geometry, work: Workload, lay: LayoutArrays, bw: float) -> Any:

@@ -38,7 +38,8 @@ def _entry(name: str) -> Mapping[str, Any]:
     for key in ("source", "retrieved", "settings"):
         if key not in entry:
             raise CatalogError(f"{FILE}: framework {name!r} has no {key!r}.")
-    return entry
+    found: Mapping[str, Any] = entry
+    return found
 
 
 def _layer(block: Mapping[str, Any] | None, gpus: int) -> dict[str, Any]:

@@ -11,25 +11,26 @@ DDP/FSDP overlap it) and the optimizer step (memory-bound).
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from rigwise.estimate import comms
 from rigwise.estimate.compute import TrainingFactors, gemm_seconds
-from rigwise.estimate.power import PowerPoint, power_point
-from rigwise.estimate.training_layout import Geometry, LayoutArrays, Workload
-from rigwise.estimate.training_memory import (
-    WEIGHT_BYTES,
-    activation_bytes_per_token,
-    grad_bytes,
-    lora_params,
-    stage_params,
+from rigwise.estimate.training_comms import (
+    Fabric,
+    collective,
+    context_parallel,
+    data_parallel,
+    expert_all_to_all,
+    pipeline_p2p,
 )
+from rigwise.estimate.training_layout import Geometry, LayoutArrays, Workload
+from rigwise.estimate.training_memory import activation_bytes_per_token
 from rigwise.estimate.training_optimizer import offload_time, optimizer_time
-from rigwise.hardware import Accelerator, Link
+from rigwise.hardware import Accelerator
+
+__all__ = ["STEP_PARTS", "Fabric", "StepArrays", "estimate_step"]
 
 STEP_PARTS = (
     "compute_s",
@@ -49,66 +50,6 @@ STEP_PARTS = (
 
 
 @dataclass(frozen=True)
-class Fabric:
-    """The devices and links one run uses: GPUs per node, NVLink/PCIe inside, network across."""
-
-    accelerator: Accelerator
-    gpus_per_node: int
-    intra_link: Link | None
-    network: Link | None
-    network_ports: int  # NICs per node; DGX/HGX-class nodes have one per GPU
-    power_limit_watts: float | None = None  # a board power cap below TDP (nvidia-smi -pl)
-
-    def clock_fraction(self, factors: TrainingFactors) -> float:
-        """Compute throughput left under a power cap (``rigwise.estimate.power``)."""
-        return self.power(factors).relative_throughput
-
-    def power(self, factors: TrainingFactors) -> PowerPoint:
-        """Speed kept and mean board power drawn at this fabric's power cap."""
-        acc = self.accelerator
-        return power_point(
-            acc.id,
-            acc.tdp_watts,
-            self.power_limit_watts,
-            exponent=factors.power_cap_exponent,
-            utilisation=factors.power_utilisation,
-        )
-
-    def link_for(self, span: Any, factors: TrainingFactors) -> tuple[Link, Link]:
-        """(inside-node, across-node) links scaled by NCCL bus efficiency and NIC sharing."""
-        intra = self.intra_link or self.network or _null_link()
-        net = self.network or intra
-        intra_eff = dataclasses.replace(
-            intra,
-            bandwidth_bytes_per_s=intra.bandwidth_bytes_per_s * factors.bus_efficiency(intra.kind),
-        )
-        share = min(self.network_ports, self.gpus_per_node) / self.gpus_per_node
-        net_eff = dataclasses.replace(
-            net,
-            bandwidth_bytes_per_s=net.bandwidth_bytes_per_s
-            * factors.bus_efficiency(net.kind)
-            * share,
-        )
-        return intra_eff, net_eff
-
-
-def _null_link() -> Link:
-    return Link(id="none", name="none", kind="none", bandwidth_bytes_per_s=1.0, latency_s=0.0)
-
-
-def _collective(
-    kind: str, size: Any, devices: Any, span: Any, fabric: Fabric, f: TrainingFactors
-) -> Any:
-    """Seconds of a collective over ``devices`` whose ranks spread over ``span`` GPUs."""
-    intra, net = fabric.link_for(span, f)
-    op = getattr(comms, kind)
-    inside = op(size, devices, intra).seconds
-    across = op(size, devices, net).seconds if fabric.network or fabric.intra_link else inside
-    time = np.where(span <= fabric.gpus_per_node, inside, across)
-    return np.where(devices > 1, time, 0.0)
-
-
-@dataclass(frozen=True)
 class StepArrays:
     parts: dict[str, np.ndarray]
     microbatches: np.ndarray
@@ -116,7 +57,8 @@ class StepArrays:
 
     @property
     def seconds(self) -> np.ndarray:
-        return np.sum(np.stack(list(self.parts.values())), axis=0)
+        total: np.ndarray = np.sum(np.stack(list(self.parts.values())), axis=0)
+        return total
 
 
 def _layer_gemms(geo: Geometry, tokens: np.ndarray, lay: LayoutArrays) -> list[tuple[Any, ...]]:
@@ -214,7 +156,7 @@ def _tensor_parallel(
     """
     full = lay.recompute == 2
     op_sel = (lay.recompute == 1) & (work.selective_policy == "op")
-    tp_ar = _collective("ring_all_reduce", tokens * geo.hidden * 2.0, lay.tp, lay.tp, fabric, f)
+    tp_ar = collective("ring_all_reduce", tokens * geo.hidden * 2.0, lay.tp, lay.tp, fabric, f)
     # A ring all-reduce is a reduce-scatter plus an all-gather of the same size. Float8 with
     # tensorwise scales casts before the all-gathers (inputs forward, output gradients
     # backward) and sends 1-byte elements; reduce-scatters stay bf16 (torchao Float8
@@ -286,18 +228,18 @@ def estimate_step(
         "memory_bound_s": layers * t.elem_fwd * 3.0,
         "tp_comm_s": layers * _tensor_parallel(geo, work, lay, fabric, f, tokens, t),
         "cp_comm_s": layers
-        * _context_parallel(geo, lay, tokens, t.attn_fwd + t.attn_bwd, fabric, f),
-        "ep_comm_s": layers * _expert_all_to_all(geo, lay, tokens, fabric, f),
+        * context_parallel(geo, lay, tokens, t.attn_fwd + t.attn_bwd, fabric, f),
+        "ep_comm_s": layers * expert_all_to_all(geo, lay, tokens, fabric, f),
         "overhead_s": layers * f.layer_overhead_s + 0.0 * tokens,
     }
     mb_time = np.sum(np.stack(list(per_mb.values())), axis=0)
     m = np.maximum(work.global_batch // (lay.dp * lay.micro_batch), 1).astype(float)
     parts = {name: value * m for name, value in per_mb.items()}
     parts["pp_bubble_s"] = (lay.pp - 1) / lay.vpp * mb_time
-    p2p = _pipeline_p2p(geo, lay, tokens, fabric, f)
+    p2p = pipeline_p2p(geo, lay, tokens, fabric, f)
     parts["pp_p2p_s"] = np.where(lay.pp > 1, 2.0 * lay.vpp * m * p2p, 0.0)
     bwd_last = layers * (t.gemm_fwd * t.bwd_factor + t.attn_bwd)
-    parts["dp_comm_s"], parts["zero3_comm_s"] = _data_parallel(
+    parts["dp_comm_s"], parts["zero3_comm_s"] = data_parallel(
         geo, work, lay, fabric, f, bwd_last, mb_time, m
     )
     parts["optimizer_s"] = optimizer_time(geo, work, lay, t.bandwidth)
@@ -323,89 +265,3 @@ def _logits_time(
     gemm = gemm_seconds(flops, tokens, geo.vocab / lay.tp, geo.hidden, peak, eff, f)
     loss = tokens * geo.vocab / lay.tp * 6.0 * 2.0 / bw
     return gemm * (3.0 if work.trains_base else 2.0) + loss
-
-
-def _context_parallel(
-    geo: Geometry,
-    lay: LayoutArrays,
-    tokens: Any,
-    attention_s: Any,
-    fabric: Fabric,
-    f: TrainingFactors,
-) -> Any:
-    """Ring attention passes K,V around the CP ring (and dK,dV back), hidden under attention."""
-    kv_bytes = 2.0 * tokens * geo.kv_heads * geo.head_dim * 2.0 / lay.tp
-    intra, net = fabric.link_for(lay.tp * lay.cp, f)
-    per_step_in = comms.p2p(kv_bytes, intra).seconds
-    per_step_net = comms.p2p(kv_bytes, net).seconds
-    per_step = np.where(lay.tp * lay.cp <= fabric.gpus_per_node, per_step_in, per_step_net)
-    comm = 3.0 * (lay.cp - 1) * per_step  # fwd ring + bwd ring with gradients (2x)
-    return np.where(lay.cp > 1, np.maximum(comm - attention_s, 0.0), 0.0)
-
-
-def _expert_all_to_all(
-    geo: Geometry, lay: LayoutArrays, tokens: Any, fabric: Fabric, f: TrainingFactors
-) -> Any:
-    """Dispatch + combine all-to-all, forward and backward (4 per MoE layer; Lepikhin 2020)."""
-    if not geo.moe_layers:
-        return 0.0 * tokens
-    size = tokens * geo.experts_per_token * geo.hidden * 2.0 / lay.tp
-    span = lay.tp * lay.cp * lay.ep
-    a2a = _collective("all_to_all", size, lay.ep, span, fabric, f)
-    return 4.0 * a2a * geo.moe_layers / geo.layers
-
-
-def _pipeline_p2p(
-    geo: Geometry, lay: LayoutArrays, tokens: Any, fabric: Fabric, f: TrainingFactors
-) -> Any:
-    """One activation send between stages; scatter/gather splits it over TP (Narayanan Sec. 4.1).
-
-    Stages are the outermost rank dimension (Megatron order tp-cp-dp-pp), so a pipeline that
-    spans more than one node has at least one stage boundary on the network; 1F1B runs in
-    lockstep (every stage waits for its neighbours' sends), so that slowest hop sets the pace
-    of every send, not only of the sends that cross.
-    """
-    size = tokens * geo.hidden * 2.0 / lay.tp
-    intra, net = fabric.link_for(lay.tp * lay.cp * lay.dp * lay.pp, f)
-    crosses = lay.tp * lay.cp * lay.dp * lay.pp > fabric.gpus_per_node
-    return np.where(crosses, comms.p2p(size, net).seconds, comms.p2p(size, intra).seconds)
-
-
-def _data_parallel(
-    geo: Geometry,
-    work: Workload,
-    lay: LayoutArrays,
-    fabric: Fabric,
-    f: TrainingFactors,
-    bwd_last: Any,
-    mb_time: Any,
-    m: Any,
-) -> tuple[Any, Any]:
-    """(exposed DP gradient reduction, exposed ZeRO-3 gathers) per step."""
-    params = stage_params(geo, lay)
-    if not work.trains_base:
-        params = lora_params(geo, work) * params / geo.params_total
-    devices = lay.dp * lay.cp
-    span = lay.tp * lay.cp * lay.dp
-    g = grad_bytes(work.precision, work.pure_bf16)
-    ar = _collective("ring_all_reduce", params * g, devices, span, fabric, f)
-    rs = _collective("reduce_scatter", params * g, devices, span, fabric, f)
-    ag = _collective("all_gather", params * WEIGHT_BYTES, devices, span, fabric, f)
-    # ZeRO-1/2 (Megatron distributed optimizer): reduce-scatter grads under the last backward,
-    # then, after the optimizer step, all-gather the updated params: that gather cannot hide
-    # under this step's backward, only under the next step's first forward (Megatron-Core
-    # overlap_param_gather; about half of a backward's time: the forward has 1 of 3 GEMMs).
-    hidden = bwd_last if work.overlap_grad_reduce else 0.0
-    fwd_first = bwd_last / 2.0 if work.overlap_grad_reduce else 0.0
-    sharded = np.maximum(rs - hidden, 0.0) + np.maximum(ag - fwd_first, 0.0)
-    reduce = np.where(lay.zero >= 1, sharded, np.maximum(ar - hidden, 0.0))
-    dp_exposed = np.where(lay.zero >= 3, 0.0, reduce)
-    # FSDP/ZeRO-3: per microbatch gather params for fwd and bwd, reduce-scatter grads,
-    # prefetched under compute (Zhao et al. 2023, PyTorch FSDP, Sec. 3.4).
-    z3_mb = 2.0 * ag + rs
-    z3 = np.maximum(z3_mb - (mb_time if work.overlap_grad_reduce else 0.0), 0.0) * m
-    # With pipelining, FSDP keeps parameters and gradients unsharded across the microbatches
-    # (torchtitan reshard_after_forward=False for PP): one gather and one reduce per step.
-    z3_pp = np.maximum(ag + rs - (bwd_last if work.overlap_grad_reduce else 0.0), 0.0)
-    z3 = np.where(lay.pp > 1, z3_pp, z3)
-    return dp_exposed, np.where(lay.zero >= 3, z3, 0.0)

@@ -1,0 +1,107 @@
+"""``InferOptions``: the options of ``rigwise infer`` and ``plan_inference``, one field each.
+
+Typed and frozen, validated by pydantic at this edge and shared by the CLI, ``--queries``, the
+web API (its query parameters) and the build designer; each field is documented where it is
+declared, so adding an option is one field and its docstring line.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from rigwise.hardware.nodes import MAX_DEVICES
+from rigwise.units import parse_count
+
+ENGINES = ("llama.cpp", "vllm", "sglang", "tensorrt-llm", "transformers", "mlx", "ollama")
+MAX_CONTEXT_TOKENS = 100_000_000  # prompt, gen and context: 10^8 tokens, ~10x the longest models
+
+
+class InferOptions(BaseModel):
+    """The options of ``rigwise infer`` (long option names with ``_``); unknown keys are an
+    error naming the key. Counts accept '8k'-style strings."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str
+    """Catalog name, HF config.json or .gguf file."""
+    on: str | None = None
+    """One node: 'rtx-4090', '2x rtx-3090+nvlink', 'dgx-h100', a CPU platform."""
+    nodes: int = Field(1, ge=1, le=100_000)
+    """Number of such nodes (with ``network``)."""
+    network: str | None = None
+    """Link between nodes: 10gbe, ib-ndr, thunderbolt-4 ..."""
+    cluster: str | None = None
+    """Heterogeneous cluster YAML file (instead of ``on``)."""
+    quant: str | None = None
+    """Weights format: Q4_K_M, Q8_0, BF16, FP8, AWQ-4bit-g128, NF4, MXFP4 ... (engine default)."""
+    kv_quant: str | None = None
+    """KV cache dtype: f16, bf16, fp8, q8_0, q4_0 (engine default)."""
+    prompt: int = Field(512, ge=1, le=MAX_CONTEXT_TOKENS)
+    """Prompt tokens."""
+    gen: int = Field(128, ge=1, le=MAX_CONTEXT_TOKENS)
+    """Generated tokens."""
+    context: int | None = Field(None, ge=1, le=MAX_CONTEXT_TOKENS)
+    """Context to reserve (default: prompt + gen, or the engine's own default)."""
+    concurrency: int | Literal["max"] = 1
+    """Concurrent requests, or 'max' (as many as the KV cache holds)."""
+    engine: str | None = None
+    """llama.cpp, vllm, sglang, tensorrt-llm, transformers, mlx, ollama (default by hardware)."""
+    offload: Literal["auto", "none"] | None = None
+    """'auto': weights that do not fit go to host RAM (default: the engine's; Ollama: auto)."""
+    host: str | None = None
+    """Host CPU platform (catalog CPU row) whose RAM takes offloaded weights."""
+    split: Literal["layer", "tensor"] | None = None
+    """How devices share the model (default by engine)."""
+    tp: int | None = Field(None, ge=1, le=MAX_DEVICES)
+    """Tensor-parallel size."""
+    pp: int | None = Field(None, ge=1, le=MAX_DEVICES)
+    """Pipeline stages."""
+    dp: int = Field(1, ge=1, le=MAX_DEVICES)
+    """Replicas of the tp x pp layout."""
+    ep: int = Field(1, ge=1, le=MAX_DEVICES)
+    """Expert-parallel ranks within tp (MoE)."""
+    attention_dp: int = Field(1, ge=1, le=MAX_DEVICES)
+    """Attention data-parallel ranks within tp."""
+    max_batch: int | None = Field(None, ge=1, le=1_000_000)
+    """Running sequences per replica (default: the engine's)."""
+    disagg: dict[str, dict[str, int]] | None = None
+    """Disaggregated pools: {"prefill": {...}, "decode": {...}} (tp, pp, workers, ep ...)."""
+    latency_budget: str | None = None
+    """Per-token / first-token budget, e.g. '200ms'."""
+    power_limit: float | None = Field(None, gt=0)
+    """Board power cap per device, watts (speed kept, watts and J/token in ``power``)."""
+    calibration: dict[str, float] | None = None
+    """Measured efficiency factors (``rigwise bench``) replacing the catalog's."""
+    levers: bool = True
+    """Also measure the levers (changes that make it fit or run faster)."""
+
+    @field_validator("prompt", "gen", "context", mode="before")
+    @classmethod
+    def _counts(cls, value: object) -> object:
+        return int(parse_count(value)) if isinstance(value, str) else value
+
+    @field_validator("concurrency", mode="before")
+    @classmethod
+    def _concurrency(cls, value: object) -> object:
+        if isinstance(value, str) and value != "max":
+            value = int(parse_count(value))
+        if isinstance(value, int) and not 1 <= value <= MAX_DEVICES:
+            raise ValueError(f"must be between 1 and {MAX_DEVICES:,} (or 'max')")
+        return value
+
+    @field_validator("engine")
+    @classmethod
+    def _engine(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        name = value.lower().replace("llamacpp", "llama.cpp").replace("trt-llm", "tensorrt-llm")
+        if name not in ENGINES:
+            from rigwise.errors import UnknownNameError, closest
+
+            raise UnknownNameError("engine", value, closest(name, ENGINES))
+        return name
+
+
+__all__ = ["ENGINES", "MAX_CONTEXT_TOKENS", "InferOptions"]

@@ -1,0 +1,197 @@
+"""How ``plan_inference`` lays the model on the devices: the defaults it picks (engine, weights
+format, KV dtype), the pipeline stages, each device's memory, and host-RAM offload.
+
+Shared by the planner (``rigwise.api.infer``), its disaggregated pools
+(``rigwise.api.infer_disagg``) and the serving-layout search (``rigwise.api.serving_search``).
+Model and hardware lookups are cached (``rigwise.api._lookup``) so sweeps run thousands of
+plans per second.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from rigwise.api._lookup import cached_cluster, cached_model
+from rigwise.errors import InputError
+from rigwise.estimate.inference import Context
+from rigwise.estimate.inference_memory import (
+    EngineOverheads,
+    MemoryBreakdown,
+    Stage,
+    can_offload,
+    device_class,
+    engine_overheads,
+    offload_fraction,
+    stage_memory,
+    summarize,
+)
+from rigwise.estimate.serving_layout import ReplicaLayout, auto_offload, replica_stages
+from rigwise.hardware import Accelerator, Cluster
+from rigwise.models import ModelSpec
+from rigwise.plans import DOES_NOT_FIT
+
+if TYPE_CHECKING:
+    from rigwise.api.infer_options import InferOptions
+
+GGUF_ENGINES = ("llama.cpp", "ollama")
+DEFAULT_QUANT = {"llama.cpp": "Q4_K_M", "ollama": "Q4_K_M", "mlx": "Q4_0"}
+_DEFAULT_KV = {"llama.cpp": "f16", "ollama": "f16", "mlx": "f16"}
+
+
+def model_of(name: str) -> ModelSpec:
+    return cached_model(name)
+
+
+def cluster_of(on: str | None, nodes: int, network: str | None, path: str | None) -> Cluster:
+    return cached_cluster(on, nodes, network, path, "rtx-4090")
+
+
+def _classes(cluster: Cluster) -> set[str]:
+    return {device_class(node.accelerator) for node, _ in cluster.runs}
+
+
+def default_engine(cluster: Cluster, concurrency: int | str) -> str:
+    """llama.cpp for consumer GPUs, Apple and CPUs at batch 1; vLLM for datacenter or serving."""
+    classes = _classes(cluster)
+    if any(c == "cpu" or c.startswith("apple") for c in classes):
+        return "llama.cpp"
+    if concurrency != 1 or any(c.endswith("-hbm") for c in classes):
+        return "vllm"
+    return "llama.cpp"
+
+
+def check_engine(engine: str, cluster: Cluster) -> None:
+    from rigwise.estimate.engine_rules import vendor_violation
+
+    found = vendor_violation(engine, [node.accelerator for node, _ in cluster.runs])
+    if found is not None:
+        raise InputError(
+            f"{found.message} (engine rule {found.rule})",
+            hint="Use --engine llama.cpp or vllm, or leave --engine out for the default.",
+        )
+
+
+def default_quant(engine: str) -> str:
+    return DEFAULT_QUANT.get(engine, "BF16")
+
+
+def default_kv(engine: str, quant: str) -> str:
+    """GGUF engines keep an f16 cache; NVIDIA's FP8/FP4 checkpoints (ModelOpt, as in the
+    TensorRT-LLM perf overview) carry an FP8 KV cache (hf_quant_config.json
+    kv_cache_quant_algo FP8); others keep bf16."""
+    if engine in _DEFAULT_KV:
+        return _DEFAULT_KV[engine]
+    return "fp8" if engine == "tensorrt-llm" and quant in ("FP8", "NVFP4") else "bf16"
+
+
+def file_quant(spec: ModelSpec) -> str | None:
+    """A .gguf file is planned as it is: its own file type, so that ``spec.weights_bytes``
+    returns the file's real per-tensor bytes (mixed Q4_K/Q6_K/F32 tensors, MXFP4 experts)
+    rather than a default format's bits per weight. None for a file type rigwise has no
+    format for (the engine default applies) and for every model that is not a GGUF file."""
+    if spec.gguf_quant is None:
+        return None
+    from rigwise.models import quant_format
+
+    try:
+        return quant_format(spec.gguf_quant).name
+    except InputError:
+        return None
+
+
+def canonical_quant(name: str) -> str:
+    from rigwise.models import quant_format
+
+    return quant_format(name).name
+
+
+def stages_of(
+    options: InferOptions, cluster: Cluster, engine: str, num_layers: int
+) -> tuple[Stage, ...]:
+    split = options.split or ("layer" if engine in (*GGUF_ENGINES, "mlx") else "tensor")
+    return replica_stages(
+        cluster,
+        split,
+        ReplicaLayout(options.tp, options.pp, options.dp, options.ep, options.attention_dp),
+        lambda acc: engine_overheads(engine, device_class(acc)),
+        max_stages=num_layers,
+    )
+
+
+def memory_of(
+    spec: ModelSpec,
+    stages: tuple[Stage, ...],
+    ctx: Context,
+    kv_bytes: float,
+    engine: str,
+) -> MemoryBreakdown:
+    devices = [
+        stage_memory(spec, s, ctx.weights_bytes, kv_bytes, overheads(engine, s.accelerator))
+        for s in stages
+    ]
+    return summarize(devices, list(stages))
+
+
+def overheads(engine: str, accelerator: Accelerator) -> EngineOverheads:
+    return engine_overheads(engine, device_class(accelerator))
+
+
+def with_host(stages: tuple[Stage, ...], host: str | None) -> tuple[Stage, ...]:
+    """Give every stage the host CPU platform's RAM size and bandwidth (for offload)."""
+    if host is None:
+        return stages
+    from rigwise.hardware import get_accelerator
+
+    cpu = get_accelerator(host)
+    if cpu.kind != "cpu":
+        raise InputError(
+            f"--host {host!r} is a {cpu.kind}, not a CPU platform.",
+            hint="Name a CPU row, e.g. --host ryzen-9-7950x-ddr5-6000.",
+        )
+    return tuple(
+        replace(
+            s,
+            host_memory_bytes=s.host_memory_bytes or cpu.memory_bytes,
+            host_bandwidth_bytes_per_s=cpu.memory_bandwidth_bytes_per_s,
+        )
+        for s in stages
+    )
+
+
+def _with_offload(
+    spec: ModelSpec, stages: tuple[Stage, ...], ctx: Context, kv_bytes: float, engine: str
+) -> tuple[Stage, ...]:
+    moved = []
+    for s in stages:
+        share = 0.0
+        if can_offload(s):
+            share = offload_fraction(
+                spec, s, ctx.weights_bytes, kv_bytes, overheads(engine, s.accelerator)
+            )
+        moved.append(replace(s, offloaded_fraction=share))
+    return tuple(moved)
+
+
+def fitted_memory(
+    opts: InferOptions,
+    stages: tuple[Stage, ...],
+    ctx: Context,
+    kv_bytes: float,
+    notes: list[str],
+) -> tuple[tuple[Stage, ...], MemoryBreakdown]:
+    """Memory per device; with offload (asked for, or the engine's default) and no fit,
+    weights moved to host RAM."""
+    spec, engine = ctx.spec, ctx.engine
+    memory = memory_of(spec, stages, ctx, kv_bytes, engine)
+    offload = opts.offload or ("auto" if auto_offload(engine, stages) else "none")
+    if memory.verdict == DOES_NOT_FIT and offload == "auto":
+        stages = _with_offload(spec, stages, ctx, kv_bytes, engine)
+        memory = memory_of(spec, stages, ctx, kv_bytes, engine)
+        if memory.host_offload_bytes:
+            notes.append(
+                f"{memory.host_offload_bytes / 1e9:.1f} GB of weights offloaded to host RAM."
+            )
+        elif not any(can_offload(s) for s in stages):
+            notes.append("Offload needs --host CPU (the host's RAM size and bandwidth).")
+    return stages, memory

@@ -1,0 +1,150 @@
+"""``TrainOptions``: the options of ``rigwise train`` and ``plan_training``, one field each.
+
+Typed and frozen, validated by pydantic at this edge and shared by the CLI, ``--queries``, the
+web API, the grid's jobs and the build designer; each field is documented where it is
+declared, so adding an option is one field and its docstring line.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from rigwise.units import parse_count
+
+
+class TrainOptions(BaseModel):
+    """The options of ``rigwise train`` (long option names with ``_``); unknown keys are an
+    error naming the key. Counts accept '2T'-style strings."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str
+    """Catalog name or HF config.json."""
+    on: str | None = None
+    """One node: 'rtx-4090', '8x h100-sxm', 'dgx-h100'."""
+    nodes: int = Field(1, ge=1, le=1_000_000)
+    """Number of such nodes (with ``network``)."""
+    network: str | None = None
+    """Link between nodes: infiniband-ndr, roce-400g, 100gbe ..."""
+    cluster: str | None = None
+    """Cluster YAML file (identical accelerators) instead of ``on``."""
+    method: Literal["pretrain", "full", "lora", "qlora"] = "pretrain"
+    """What is trained: pretraining, full fine-tune, LoRA or QLoRA."""
+    framework: str | None = None
+    """Framework preset (torchtune, unsloth, deepspeed ...): its defaults fill options not given."""
+    precision: Literal["bf16", "fp16", "fp8"] = "bf16"
+    """Compute precision of the matmuls."""
+    optimizer: Literal["adamw", "adamw-8bit", "sgd", "adafactor"] = "adamw"
+    """Optimizer (sets the optimizer state per parameter)."""
+    seq: int | Literal["max"] = Field(2048)
+    """Sequence length in tokens, or 'max' (the longest that fits)."""
+    global_batch: int | None = Field(None, ge=1)
+    """Sequences per optimizer step (default: one micro-batch per data-parallel rank)."""
+    micro_batch: int | None = Field(None, ge=1)
+    """Sequences per GPU per forward/backward pass."""
+    tokens: float | None = Field(None, gt=0)
+    """Tokens to train on (for time, GPU-hours, energy and cost)."""
+    steps: int | None = Field(None, ge=1)
+    """Optimizer steps to train (instead of ``tokens``)."""
+    epochs: float | None = Field(None, gt=0)
+    """Epochs over ``dataset_tokens`` (instead of ``tokens``)."""
+    dataset_tokens: float | None = Field(None, gt=0)
+    """Tokens in the dataset (with ``epochs``)."""
+    tp: int | None = Field(None, ge=1)
+    """Tensor-parallel size."""
+    pp: int | None = Field(None, ge=1)
+    """Pipeline-parallel stages."""
+    dp: int | None = Field(None, ge=1)
+    """Data-parallel replicas (default: the GPUs left)."""
+    cp: int | None = Field(None, ge=1)
+    """Context-parallel size."""
+    ep: int | None = Field(None, ge=1)
+    """Expert-parallel size (MoE models)."""
+    vpp: int | None = Field(None, ge=1)
+    """Virtual pipeline stages per rank (interleaved schedule)."""
+    sequence_parallel: bool | None = None
+    """Megatron sequence parallelism (default: on with tp > 1)."""
+    zero: Literal[0, 1, 2, 3] | None = None
+    """ZeRO / FSDP sharding stage."""
+    recompute: Literal["none", "selective", "full"] | None = None
+    """Activation recomputation (default: full for LoRA/QLoRA, else none)."""
+    offload: Literal["none", "optimizer", "params"] = "none"
+    """CPU offload of the optimizer state or the parameters."""
+    lora_rank: int = Field(16, ge=1)
+    """LoRA rank."""
+    lora_targets: tuple[Literal["q", "k", "v", "o", "gate", "up", "down"], ...] = (
+        "q",
+        "k",
+        "v",
+        "o",
+        "gate",
+        "up",
+        "down",
+    )
+    """Projections LoRA adapts."""
+    pure_bf16: bool = False
+    """bf16 weights, gradients and optimizer state without fp32 master weights."""
+    optimizer_in_backward: bool = False
+    """Each parameter stepped in its gradient hook (only one gradient alive)."""
+    activation_offload: bool = False
+    """Activation checkpoints kept in host memory (Unsloth-style)."""
+    chunked_loss: bool = False
+    """Chunked cross-entropy (no full logits tensor)."""
+    paged_optimizer: bool | None = None
+    """Optimizer state paged to host memory (default: on for qlora)."""
+    selective_policy: Literal["attention", "op"] = "attention"
+    """What selective recomputation recomputes."""
+    flash_attention: bool = True
+    """FlashAttention (no materialised attention scores)."""
+    compile: bool = True
+    """Fused elementwise kernels (torch.compile, Megatron); False = eager."""
+    float8_scaling: Literal["tensorwise", "rowwise"] = "tensorwise"
+    """FP8 scaling granularity (with precision fp8)."""
+    async_tp: bool = False
+    """TP collectives overlapped with the matmuls (AsyncTP)."""
+    tp_comm_overlap: bool = False
+    """TP overlap as Transformer Engine userbuffers do it."""
+    dropout: bool | None = None
+    """Dropout on (default: the model's own setting)."""
+    overlap_grad_reduce: bool = True
+    """Data-parallel gradient reduction overlapped with the backward pass."""
+    search: bool = False
+    """Find the best layout (fixed layout options stay fixed)."""
+    top: int = Field(1, ge=1, le=100)
+    """With ``search``: how many layouts to return."""
+    objective: Literal["time", "cost", "energy"] = "time"
+    """With ``search``: what the best layout minimises."""
+    allow_fewer_gpus: bool = False
+    """Let ``objective`` cost/energy leave GPUs idle."""
+    goodput: float | None = Field(None, gt=0, le=1)
+    """Share of wall time spent training (default 0.9, Llama 3)."""
+    price: float | None = Field(None, ge=0)
+    """USD per GPU-hour (default: the catalog's rental price)."""
+    power_limit: float | None = Field(None, gt=0)
+    """GPU power cap in watts."""
+    calibration: dict[str, float] | None = None
+    """Measured efficiency factors (``rigwise bench``) replacing the catalog's."""
+
+    @field_validator("seq", "global_batch", "steps", mode="before")
+    @classmethod
+    def _int_counts(cls, value: object) -> object:
+        if isinstance(value, str) and value.strip().lower() == "max":
+            return "max"
+        return int(parse_count(value)) if isinstance(value, str) else value
+
+    @field_validator("seq")
+    @classmethod
+    def _positive_seq(cls, value: int | str) -> int | str:
+        if isinstance(value, int) and value < 1:
+            raise ValueError("seq must be >= 1 or 'max'")
+        return value
+
+    @field_validator("tokens", "dataset_tokens", mode="before")
+    @classmethod
+    def _counts(cls, value: object) -> object:
+        return parse_count(value) if isinstance(value, str) else value
+
+
+__all__ = ["TrainOptions"]
