@@ -133,3 +133,11 @@ def test_error_statistics_are_median_and_p90_of_absolute_percent_errors() -> Non
 def test_coverage_counts_reasons() -> None:
     cov = coverage(10, 7, ["a", "a", "b"])
     assert cov.fraction == 0.7 and cov.skipped == {"a": 2, "b": 1}
+
+
+def test_llama_bench_rows_carry_the_build_their_engine_column_names() -> None:
+    from rigwise.validation.inference import _build_date
+
+    assert _build_date("llama.cpp (Dec 2023 build, LLAMA_CUBLAS; RunPod)") == "2023-12"
+    assert _build_date("llama.cpp (May 2024 build; CUDA 12.1.1 on RunPod)") == "2024-05"
+    assert _build_date("llama.cpp") is None

@@ -153,6 +153,7 @@ def _plan(opts: InferOptions) -> InferencePlan:
         overheads=overheads(engine, stages[0].accelerator),
         offload_efficiency=catalog_efficiency(engine, "cpu", quant.lower()),
         calibration=opts.calibration,
+        engine_build=opts.engine_build,
     )
     for stage in stages:  # validate calibration keys early, once
         efficiency(engine, stage, quant, opts.calibration)

@@ -11,6 +11,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from rigwise.errors import InputError
+from rigwise.estimate.engine_builds import normalise_build
 from rigwise.hardware.nodes import MAX_DEVICES
 from rigwise.units import parse_count
 
@@ -74,6 +76,8 @@ class InferOptions(BaseModel):
     """Board power cap per device, watts (speed kept, watts and J/token in ``power``)."""
     calibration: dict[str, float] | None = None
     """Measured efficiency factors (``rigwise bench``) replacing the catalog's."""
+    engine_build: str | None = None
+    """Date of an older engine build, YYYY-MM[-DD], to plan with its kernels (default: current)."""
     levers: bool = True
     """Also measure the levers (changes that make it fit or run faster)."""
 
@@ -90,6 +94,16 @@ class InferOptions(BaseModel):
         if isinstance(value, int) and not 1 <= value <= MAX_DEVICES:
             raise ValueError(f"must be between 1 and {MAX_DEVICES:,} (or 'max')")
         return value
+
+    @field_validator("engine_build")
+    @classmethod
+    def _build(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            return normalise_build(value)
+        except InputError as exc:
+            raise ValueError(str(exc)) from None
 
     @field_validator("engine")
     @classmethod

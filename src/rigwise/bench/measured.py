@@ -16,10 +16,9 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from rigwise.bench.calibration import EFFICIENCY_BOUNDS, _connect, current_fingerprint, db_path
-from rigwise.bench.result import Measurement
+from rigwise.bench.result import MeasuredFigures, Measurement
 from rigwise.hardware.types import Accelerator
 
 MEASURED_ID = "this-machine"
@@ -45,7 +44,7 @@ def poor_match(matched_id: str | None, measurements: Sequence[Measurement]) -> s
 
 def measured_figures(
     measurements: Sequence[Measurement], cpu_model: str, cores: int, threads: int, ram: float
-) -> dict[str, Any] | None:
+) -> MeasuredFigures | None:
     """The platform as measured (None without both a bandwidth and a matmul figure)."""
     cpu = [m for m in measurements if m.device == "cpu" and m.value > 0]
     bandwidths = [m.value for m in cpu if m.name in BANDWIDTH_NAMES and m.unit == "B/s"]
@@ -63,7 +62,7 @@ def measured_figures(
     }
 
 
-def to_accelerator(figures: dict[str, Any], run_id: int | None, started_at: str) -> Accelerator:
+def to_accelerator(figures: MeasuredFigures, run_id: int | None, started_at: str) -> Accelerator:
     flops = {str(k): float(v) for k, v in figures["flops"].items()}
     return Accelerator(
         id=MEASURED_ID,

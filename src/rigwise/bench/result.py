@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
+
+if TYPE_CHECKING:
+    from rigwise.bench.screen import Reference
 
 # Units whose "better" direction is lower: the fraction of peak is peak / value for them.
 DURATION_UNITS = ("s",)
@@ -50,6 +53,25 @@ class Skipped:
     reason: str
 
 
+class MeasuredFigures(TypedDict):
+    """This machine's CPU platform as measured (stored in the run's JSON; bench/measured.py)."""
+
+    id: str
+    cpu_model: str
+    cores: int
+    threads: int
+    memory_bytes: float
+    memory_bandwidth_bytes_per_s: float
+    flops: dict[str, float]
+
+
+class MeasuredPlatformJson(TypedDict):
+    """Why the catalog platform is a poor match, and the platform as measured."""
+
+    reason: str
+    figures: MeasuredFigures
+
+
 @dataclass(frozen=True)
 class BenchReport:
     fingerprint: str
@@ -62,9 +84,9 @@ class BenchReport:
     calibration: dict[str, dict[str, float]] = field(default_factory=dict)
     run_id: int | None = None
     platform: str = ""  # how the machine was identified (catalog match, or measured only)
-    references: tuple[Any, ...] = ()  # screen.Reference: one plan before/after calibration
-    # where the catalog platform is a poor match: {"reason", "figures"} (bench/measured.py)
-    measured_platform: dict[str, Any] | None = None
+    references: tuple[Reference, ...] = ()  # one plan before/after calibration
+    # where the catalog platform is a poor match (bench/measured.py)
+    measured_platform: MeasuredPlatformJson | None = None
 
     def get(self, name: str, device: str | None = None) -> Measurement | None:
         for measurement in self.measurements:

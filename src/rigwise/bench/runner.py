@@ -13,7 +13,7 @@ from typing import Any
 from rigwise.bench import calibration as store
 from rigwise.bench import expectations as expect
 from rigwise.bench import tasks
-from rigwise.bench.result import BenchReport, Measurement, Skipped
+from rigwise.bench.result import BenchReport, MeasuredPlatformJson, Measurement, Skipped
 from rigwise.bench.screen import screen
 from rigwise.bench.tasks import Device, Outcome
 from rigwise.errors import InputError, ProbeError
@@ -170,7 +170,7 @@ def derive_factors(
 
 def measured_platform_of(
     report: ProbeReport, cpu: Device, measurements: Sequence[Measurement]
-) -> dict[str, Any] | None:
+) -> MeasuredPlatformJson | None:
     """The measured CPU platform, stored when the catalog match is poor (bench/measured.py)."""
     from rigwise.bench import measured
 
@@ -188,7 +188,7 @@ def platform_line(
     report: ProbeReport,
     cpu: Device,
     gpus: Sequence[Device],
-    measured_platform: dict[str, Any] | None = None,
+    measured_platform: MeasuredPlatformJson | None = None,
 ) -> str:
     """How the machine was identified: the catalog rows its figures are fractions of."""
     memory_gib = report.memory.total_bytes / GiB

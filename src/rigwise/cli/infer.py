@@ -92,6 +92,7 @@ def run_queries(path: str) -> int:
     type=click.FloatRange(min=0, min_open=True),
     help="Board power cap per device in watts (nvidia-smi -pl): speed kept and J/token.",
 )
+@click.option("--engine-build", help="Date of an older engine build (YYYY-MM): its kernels.")
 @click.option("--calibrated", is_flag=True, help="Use factors measured by `rigwise bench`.")
 @click.option("--no-levers", is_flag=True, help="Skip the levers (faster).")
 @click.option("--queries", type=click.Path(allow_dash=True), help="JSONL file of plans to run.")

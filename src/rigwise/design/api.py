@@ -1,4 +1,4 @@
-"""``design_builds(**options) -> Design``: the designer's option-named entry point.
+"""``design_builds(options) -> Design``: the designer's option-named entry point.
 
 Options are ``rigwise build``'s long option names with ``_`` for ``-`` (``model``, ``task``,
 ``target_tps``, ``budget``, ``new``, ...), validated by pydantic; the CLI, the web UI's Build page
@@ -8,7 +8,7 @@ and ``/api/build`` share it.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
@@ -122,10 +122,12 @@ def design_request(opts: BuildOptions) -> DesignRequest:
     )
 
 
-def design_builds(**options: Any) -> Design:
-    """Ranked builds for the options; bad values raise ``InputError`` naming the option."""
+def design_builds(options: BuildOptions | None = None, /, **fields: object) -> Design:
+    """Ranked builds for the options (a ``BuildOptions``, or its fields as keywords; keywords
+    override); bad values raise ``InputError`` naming the option."""
+    given = {**(options.model_dump(exclude_unset=True) if options else {}), **fields}
     try:
-        opts = BuildOptions(**options)
+        opts = BuildOptions.model_validate(given)
     except ValidationError as exc:
         raise InputError(
             validation_message(exc, "Bad build options"), hint="See `rigwise build --help`."

@@ -11,9 +11,12 @@ costs more than the API would for the same tokens.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rigwise.catalog.loader import read_csv
+
+if TYPE_CHECKING:
+    from rigwise.design.options import BuildOption
 
 DAYS_PER_MONTH = 365.0 / 12.0
 
@@ -90,8 +93,8 @@ class Comparison:
         return tuple(out)
 
 
-def compare(option: Any, model: str, hours_per_day: float) -> Comparison:
-    """Buy vs rent vs API for one bought option (``design.options.BuildOption``)."""
+def compare(option: BuildOption, model: str, hours_per_day: float) -> Comparison:
+    """Buy vs rent vs API for one bought option."""
     months_of = 1.0 / (hours_per_day * DAYS_PER_MONTH)
     rent_months = option.break_even_hours * months_of if option.break_even_hours else None
     electricity = option.electricity_usd_per_year / 12.0

@@ -12,12 +12,15 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rigwise.design.candidates import Candidate, Rejections, evaluate_formats, generate
 from rigwise.design.options import BuildOption, DesignRequest, build_option
 from rigwise.design.planner import Planner, rigwise_planner
 from rigwise.hardware import Accelerator
+
+if TYPE_CHECKING:
+    from rigwise.design.compare import Comparison
 
 __all__ = [
     "RANKS",
@@ -40,7 +43,7 @@ class Design:
     evaluated: int
     notes: tuple[str, ...] = field(default=())
     rejected_examples: dict[str, list[str]] = field(default_factory=dict)
-    comparison: Any = None  # compare.Comparison of the first bought build (buy/rent/API)
+    comparison: Comparison | None = None  # of the first bought build (buy/rent/API)
 
     def to_dict(self) -> dict[str, Any]:
         req = self.request
@@ -177,7 +180,7 @@ def design(
     )
 
 
-def _comparison(request: DesignRequest, ranked: Sequence[BuildOption]) -> Any:
+def _comparison(request: DesignRequest, ranked: Sequence[BuildOption]) -> Comparison | None:
     """Buy vs rent vs API for the first option that is bought (inference tasks)."""
     bought = next((o for o in ranked if o.kind not in ("rent",)), None)
     if bought is None or request.task not in ("infer", "serve"):

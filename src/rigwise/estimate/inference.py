@@ -19,6 +19,7 @@ from typing import Any
 
 from rigwise.errors import InputError
 from rigwise.estimate import comms
+from rigwise.estimate.engine_builds import build_effects
 from rigwise.estimate.inference_memory import (
     EngineOverheads,
     Stage,
@@ -134,6 +135,7 @@ class Context:
     overheads: EngineOverheads
     offload_efficiency: Efficiency | None
     calibration: Mapping[str, float] | None
+    engine_build: str | None = None  # an older build's kernels (engine_builds.csv); None: current
 
 
 _MEMO: dict[tuple[str, int, int, str], tuple[ModelSpec, Any]] = {}
@@ -277,24 +279,32 @@ def decode_stage_parts(ctx: Context, stage: Stage, context: int, batch: int) -> 
 def prefill_stage_parts(ctx: Context, stage: Stage, prompt: int) -> dict[str, float]:
     """Named seconds to process a ``prompt``-token prompt through one stage."""
     eff = efficiency(ctx.engine, stage, ctx.quant, ctx.calibration)
+    build = build_effects(ctx.engine, device_class(stage.accelerator), ctx.quant, ctx.engine_build)
+    gemm = efficiency(ctx.engine, stage, "f16", ctx.calibration) if build.dequant_gemm else eff
     acc = stage.accelerator
     matmul_flops, attention_flops = flops_parts(ctx.spec, max(1, prompt // 2))  # causal: half
     share = stage.layer_fraction / stage.tp
-    peak = peak_flops(acc, eff.prefill_dtype)
-    matmul = prompt * matmul_flops * share / (peak * eff.prefill_compute_efficiency)
-    attention_peak = peak_flops(acc, attention_dtype(ctx, eff))
+    reached = peak_flops(acc, gemm.prefill_dtype) * gemm.prefill_compute_efficiency
+    matmul = prompt * matmul_flops * share / (reached * build.prefill_speed_scale)
+    attention_peak = peak_flops(acc, attention_dtype(ctx, eff)) * build.prefill_speed_scale
     attention = (
         prompt * attention_flops * share / (attention_peak * eff.prefill_attention_efficiency)
     )
     chunks = -(-prompt // ctx.overheads.workspace_tokens)  # weights are re-read per micro-batch
     weights = ctx.weights_bytes * share * (1.0 - stage.offloaded_fraction)
-    memory = chunks * weights / (acc.memory_bandwidth_bytes_per_s * eff.decode_bandwidth_efficiency)
-    return {
-        "compute": max(matmul, memory),
+    bandwidth = acc.memory_bandwidth_bytes_per_s * eff.decode_bandwidth_efficiency
+    parts = {
+        "compute": max(matmul, chunks * weights / bandwidth),
         "attention": attention,
         "host_offload": chunks * _host_seconds(ctx, stage, weight_reads(ctx, stage, prompt).host),
         "tensor_parallel_comm": _tp_comm(ctx, stage, prompt),
     }
+    if build.dequant_gemm:  # an older build's pass: read the quantized weights, write fp16 ones
+        fp16 = _memo("f16", ctx.spec, 0, "", lambda: ctx.spec.weights_bytes("f16")) * share
+        parts["dequantization"] = (
+            chunks * (weights + fp16 * (1 - stage.offloaded_fraction)) / bandwidth
+        )
+    return parts
 
 
 def hop_link(stages: tuple[Stage, ...], index: int, network: Link | None) -> Link | None:
@@ -321,6 +331,7 @@ def _bound(parts: Mapping[str, float]) -> str:
         "memory_bandwidth": "memory bandwidth",
         "compute": "compute",
         "attention": "attention compute",
+        "dequantization": "weight dequantization (older build)",
         "host_offload": "host RAM bandwidth (offloaded layers)",
         "kernel_overhead": "kernel launch overhead",
         "tensor_parallel_comm": "tensor-parallel all-reduce",

@@ -12,6 +12,7 @@ named in ``fit_factor``; ``independent``: never used to fit); a file without it 
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from importlib import resources
@@ -157,6 +158,17 @@ def _build_source(source: str, row: dict[str, str]) -> str:
     return f"{source} Dec 2023 build" if "Dec 2023" in row.get("hardware_section", "") else source
 
 
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+
+
+def _build_date(engine: str) -> str | None:
+    """'llama.cpp (May 2024 build; ...)' -> '2024-05': the build the row was measured with."""
+    match = re.search(r"\b([A-Z][a-z]{2})[a-z]* (\d{4}) build", engine)
+    if not match or match.group(1).lower() not in _MONTHS:
+        return None
+    return f"{match.group(2)}-{_MONTHS.index(match.group(1).lower()) + 1:02d}"
+
+
 def _read_llama_bench(
     rows: list[dict[str, str]], names: _Names, source: str
 ) -> Iterator[Measurement]:
@@ -185,6 +197,9 @@ def _read_llama_bench(
             gen=gen,
             context=tokens,
         )
+        build = _build_date(row.get("engine", ""))
+        if build:
+            options["engine_build"] = build
         metric = "decode" if decode else "prefill"
         measured = float(value) if value and not oom else None
         yield Measurement(

@@ -1,0 +1,75 @@
+"""What an older engine build did differently, by build date (``engine_builds.csv``).
+
+A plan may name the build it models (``engine_build``, YYYY-MM or YYYY-MM-DD); the rows whose
+``until`` date is later apply, the most specific per effect. Two effects exist:
+
+- ``prefill_dequant_fp16_gemm``: quantized prompt processing dequantizes each weight matrix to
+  fp16 and runs an fp16 GEMM (llama.cpp CUDA before PR #8075, 2024-06-23). The GEMM runs at the
+  f16 kernel's efficiency and a separate dequantization pass reads the quantized weights and
+  writes fp16 ones (quantized + 2 bytes per weight) once per micro-batch.
+- ``prefill_speed_scale``: the prompt-processing rate relative to the next build, a ratio of two
+  published runs on one GPU (e.g. llama.cpp PR #4766, 1.03-1.05x on an RTX 3090).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+
+from rigwise.catalog.loader import read_csv
+from rigwise.errors import CatalogError, InputError
+from rigwise.estimate.inference_memory import _specificity
+
+_DATE = re.compile(r"^(\d{4})-(\d{2})(?:-(\d{2}))?$")
+DEQUANT_GEMM = "prefill_dequant_fp16_gemm"
+SPEED_SCALE = "prefill_speed_scale"
+
+
+@dataclass(frozen=True)
+class BuildEffects:
+    """How an older build's prompt processing differs from the current build's."""
+
+    dequant_gemm: bool = False
+    prefill_speed_scale: float = 1.0
+    sources: tuple[str, ...] = ()
+
+
+CURRENT = BuildEffects()
+
+
+def normalise_build(build: str) -> str:
+    """'2023-12' -> '2023-12-01'; a bad date is an InputError naming the value."""
+    match = _DATE.match(build.strip())
+    if not match or not 1 <= int(match.group(2)) <= 12:
+        raise InputError(
+            f"Engine build {build!r} is not a date.",
+            hint="Give the build date as YYYY-MM or YYYY-MM-DD, e.g. engine_build='2023-12'.",
+        )
+    return f"{match.group(1)}-{match.group(2)}-{match.group(3) or '01'}"
+
+
+@functools.cache
+def build_effects(engine: str, klass: str, quant: str, build: str | None) -> BuildEffects:
+    """The effects of the rows that apply to ``build`` (None: the current build, no effect)."""
+    if build is None:
+        return CURRENT
+    day = normalise_build(build)
+    keys = {"engine": engine, "device_class": klass, "quant": quant.lower()}
+    best: dict[str, tuple[tuple[int, int], dict[str, str]]] = {}
+    for row in read_csv("engine_builds.csv"):
+        score = _specificity(row, keys)
+        if score is None or day >= row["until"]:
+            continue
+        held = best.get(row["effect"])
+        if held is None or score > held[0]:
+            best[row["effect"]] = (score, row)
+    unknown = set(best) - {DEQUANT_GEMM, SPEED_SCALE}
+    if unknown:
+        raise CatalogError(f"engine_builds.csv: unknown effect(s) {', '.join(sorted(unknown))}.")
+    scale = best.get(SPEED_SCALE)
+    return BuildEffects(
+        dequant_gemm=DEQUANT_GEMM in best,
+        prefill_speed_scale=float(scale[1]["value"]) if scale else 1.0,
+        sources=tuple(row["source"] for _, row in best.values()),
+    )

@@ -1,0 +1,60 @@
+"""Older engine builds (catalog/data/engine_builds.csv): the dequantize + fp16 GEMM prompt path of
+llama.cpp CUDA before PR #8075 (2024-06-23) and the ggml-backend speed ratio of PR #4766."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from tests.estimate.test_inference_physics import context, dense_model, gpu, stage
+
+from rigwise.errors import InputError
+from rigwise.estimate.engine_builds import CURRENT, build_effects, normalise_build
+from rigwise.estimate.inference import flops_parts, prefill_stage_parts
+
+# llama.cpp PR #4766, JohannesGaessler's RTX 3090 llama 7B runs, master vs ggml-backend (pp512)
+Q4_0_RATIO = 3408.18 / 3510.53
+F16_RATIO = 4184.85 / 4407.44
+
+
+def test_a_build_before_pr_8075_dequantizes_quantized_prompts() -> None:
+    old = build_effects("llama.cpp", "nvidia-gddr", "q4_k_m", "2024-05")
+    assert old.dequant_gemm and old.prefill_speed_scale == 1.0
+    assert any("#8075" in s for s in old.sources)
+
+
+def test_a_build_before_pr_4766_runs_prompts_at_the_published_ratio() -> None:
+    q4 = build_effects("llama.cpp", "nvidia-gddr", "q4_0", "2023-12")
+    f16 = build_effects("llama.cpp", "nvidia-hbm", "f16", "2023-12")
+    assert q4.dequant_gemm and q4.prefill_speed_scale == pytest.approx(Q4_0_RATIO, abs=5e-4)
+    assert not f16.dequant_gemm and f16.prefill_speed_scale == pytest.approx(F16_RATIO, abs=5e-4)
+
+
+def test_current_and_later_builds_change_nothing() -> None:
+    assert build_effects("llama.cpp", "nvidia-gddr", "q4_0", None) is CURRENT
+    assert build_effects("llama.cpp", "nvidia-gddr", "q4_0", "2024-06-24") == CURRENT
+    assert build_effects("llama.cpp", "apple-lpddr", "q4_0", "2023-12") == CURRENT  # CUDA only
+    assert build_effects("vllm", "nvidia-hbm", "fp8", "2023-12") == CURRENT
+
+
+@pytest.mark.parametrize("bad", ["2023-13", "Dec 2023", "2023/12", "23-12"])
+def test_a_build_that_is_not_a_date_is_refused_with_the_format(bad: str) -> None:
+    with pytest.raises(InputError, match="YYYY-MM"):
+        normalise_build(bad)
+
+
+def test_old_build_prefill_is_an_fp16_gemm_plus_a_dequantization_pass() -> None:
+    """compute = prompt x matmul FLOPs / (fp16 peak x f16 efficiency x ratio); dequantization =
+    micro-batches x (quantized bytes read + fp16 bytes written) / reached bandwidth."""
+    spec, acc = dense_model(), gpu()
+    ctx = replace(context(spec, quant="Q4_0"), engine_build="2023-12")
+    parts = prefill_stage_parts(ctx, stage(acc), 1024)
+    matmul, _ = flops_parts(spec, 512)
+    compute = 1024 * matmul / (100e12 * 0.5 * Q4_0_RATIO)  # CAL prefill efficiency 0.5
+    assert parts["compute"] == pytest.approx(compute, rel=1e-3)
+    bandwidth = acc.memory_bandwidth_bytes_per_s * 0.8  # CAL decode bandwidth efficiency
+    dequant = 2 * (spec.weights_bytes("Q4_0") + spec.weights_bytes("f16")) / bandwidth
+    assert parts["dequantization"] == pytest.approx(dequant)
+    assert "dequantization" not in prefill_stage_parts(
+        context(spec, quant="Q4_0"), stage(acc), 1024
+    )
