@@ -23,7 +23,7 @@ from rigwise.validation.intervals import latency_regimes, latency_text
 def command(write: bool, as_json: bool) -> int:
     """P10-P90 ranges per regime (engine, device class, precision, scale) from the independent
     validation rows, and their held-out coverage: each device's rows are checked against a
-    range computed without them, with width factors calibrated without their fold of devices.
+    range computed without them, with width factors calibrated without their cases.
     Target: 80 % +- 5 % per regime (judged from 20 rows on 3 devices)."""
     from rigwise.estimate.intervals import reload_widening
     from rigwise.validation.all_rows import all_comparisons
@@ -38,7 +38,9 @@ def command(write: bool, as_json: bool) -> int:
     if write:
         written = f"{write_table(comparisons)} and {write_widening(fits)}"
         reload_widening()
-        comparisons = annotate(comparisons)  # fit rows: with the factors just written
+    # inference and training rows together (validate inference|training each annotate their
+    # own; the pooled factors see both here), fit rows with the factors in the file
+    comparisons = annotate(comparisons)
     coarse, fine = coverage_by_regime(comparisons), coverage_by_regime(comparisons, fields=5)
     covered, rows = overall(comparisons)
     if as_json:
@@ -59,7 +61,7 @@ def command(write: bool, as_json: bool) -> int:
         click.echo(f"{key:52} {r.rows:>5} {_pct(r.log_q10):>7} {_pct(r.log_q90):>7}")
     click.echo(
         "\nheld-out coverage of independent rows (target 80 % +- 5 %; device held out, "
-        "width factors cross-fitted):"
+        "width factors calibrated without that device):"
     )
     for title, lines in (("per regime", coarse), ("per full regime (detail)", fine)):
         click.echo(f"  {title}:")

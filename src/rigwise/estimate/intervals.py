@@ -173,6 +173,13 @@ def conformal_bounds(residuals: Sequence[float]) -> tuple[float, float]:
     return group_bounds(residuals, [str(i) for i in range(len(residuals))])
 
 
+@functools.lru_cache(maxsize=4096)
+def level_keys(regime: Regime) -> tuple[str, ...]:
+    """The keys of ``regime`` at every back-off level (cached: held-out coverage rebuilds the
+    table hundreds of times from the same few dozen regimes)."""
+    return tuple(regime.without(dropped).key() for dropped in LEVELS)
+
+
 def build_table(
     rows: Sequence[tuple[Regime, float, str, int, str]],
 ) -> dict[str, RegimeRange]:
@@ -183,8 +190,8 @@ def build_table(
     """
     pools: dict[str, list[tuple[Regime, float, str, int, str]]] = {}
     for row in rows:
-        for dropped in LEVELS:
-            pools.setdefault(row[0].without(dropped).key(), []).append(row)
+        for key in level_keys(row[0]):
+            pools.setdefault(key, []).append(row)
     table: dict[str, RegimeRange] = {}
     for key, pool in pools.items():
         if len(pool) < MIN_ROWS or len({r[2] for r in pool}) < MIN_GROUPS:

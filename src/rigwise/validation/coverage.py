@@ -1,14 +1,16 @@
 """Held-out coverage of the prediction ranges: each independent row against a range its own
-device never set, with width factors its own device never helped calibrate.
+device never set, with width factors calibrated without its device's cases.
 
 For every device (a torchtitan table for the torchtitan rows) the regime table is rebuilt
 without its rows (leave one device out), and its rows are checked against the range a plan
 would get there: back-off, widening and the device factor included. The width factors are
-cross-fitted: the devices are dealt into ``FOLDS`` folds, and the rows of one fold are scored
-with factors calibrated (``validation/widening.py``) on the other folds only; calibrating them
-on the rows they are then scored on would report the 80 % they were fitted to. ``fit`` rows
-are checked against the full table and the shipped factors (they never enter the table, but
-they did set the model's factors, so their coverage is in-sample).
+calibrated on held-out cases (``validation/widening.py``); a device's rows are scored with
+factors calibrated on the *other* devices' cases only (leave one device out of the
+calibration too), since factors fitted to bring a device's own cases to 80 % would report the
+80 % they were fitted to. (Its rows still sit in the tables the other devices' cases were
+held out against, as they would for a plan on a new device.) ``fit`` rows are checked against
+the full table and the shipped factors (they never enter the table, but they did set the
+model's factors, so their coverage is in-sample).
 
 Coverage is reported per regime ``metric|engine|device class`` (precision and scale pooled:
 coarse enough to hold rows from several devices) and, as detail, per full regime. A regime is
@@ -33,9 +35,8 @@ from rigwise.estimate.intervals import (
 )
 from rigwise.validation.intervals import TARGET, in_scope, table_from
 from rigwise.validation.stats import Comparison
-from rigwise.validation.widening import calibrate, factors
+from rigwise.validation.widening import WideningFit, factors, fit_cases, held_out_cases
 
-FOLDS = 5
 JUDGE_ROWS = 20
 JUDGE_DEVICES = 3
 BAND = 0.05
@@ -53,22 +54,13 @@ def _packaged(metric: str) -> Factors:
     return (*packaged_widening(metric), packaged_device_factor(metric))
 
 
-def fold_of(comparisons: Sequence[Comparison]) -> dict[str, int]:
-    """The cross-fitting fold of every device with independent rows (dealt in name order)."""
-    groups = sorted({c.group for c in comparisons if c.role == "independent" and c.regime})
-    return {group: i % FOLDS for i, group in enumerate(groups)}
-
-
 def annotate(comparisons: Sequence[Comparison]) -> list[Comparison]:
     """Each comparison with ``inside`` set: held out by device for independent rows, scored
-    with width factors cross-fitted by fold (module docstring)."""
+    with width factors calibrated without that device's cases (module docstring)."""
     full = table_from(comparisons)
-    folds = fold_of(comparisons)
-    fits = {
-        k: calibrate([c for c in comparisons if folds.get(c.group) != k])
-        for k in sorted(set(folds.values()))
-    }
-    by_group: dict[str, dict[str, RegimeRange]] = {}
+    cases = held_out_cases(comparisons)
+    tables: dict[str, dict[str, RegimeRange]] = {}
+    fits: dict[str, list[WideningFit]] = {}
     out: list[Comparison] = []
     for c in comparisons:
         if not c.regime:
@@ -76,9 +68,10 @@ def annotate(comparisons: Sequence[Comparison]) -> list[Comparison]:
             continue
         metric = c.regime.split("|")[0]
         if c.role == "independent":
-            if c.group not in by_group:
-                by_group[c.group] = table_from([x for x in comparisons if x.group != c.group])
-            inside = _inside(by_group[c.group], c, factors(fits[folds[c.group]], metric))
+            if c.group not in tables:
+                tables[c.group] = table_from([x for x in comparisons if x.group != c.group])
+                fits[c.group] = fit_cases(cases, without=c.group)
+            inside = _inside(tables[c.group], c, factors(fits[c.group], metric))
         else:
             inside = _inside(full, c, _packaged(metric))
         out.append(replace(c, inside=inside))

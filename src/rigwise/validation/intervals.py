@@ -6,7 +6,7 @@ rows, and computes per regime the split-conformal P10-P90 of ``ln(measured / pre
 ``catalog/data/prediction_intervals.csv`` with its provenance, so plans pay nothing at run time.
 
 Held-out coverage (each device's rows against a table rebuilt without them, with width factors
-cross-fitted) is in ``validation/coverage.py``.
+calibrated without its cases) is in ``validation/coverage.py``.
 Rows of 2023 llama.cpp builds stay out of the table: rigwise models current builds; their
 coverage is reported apart as out of scope.
 """

@@ -21,8 +21,8 @@ factor (it applies to them too). Per scheme, the split-conformal 80 % rank of th
 the smallest factor covering >= 80 % of its held-out cases; the chosen factor is the largest
 over the schemes with enough cases, never below 1 (a range is never made narrower than its
 rows' P10-P90). Cases where both unseen and scale apply are left out of both fits, so each
-factor is measured alone. The coverage reported for these factors is cross-fitted
-(``validation/coverage.py``): a row is never scored with factors its own device helped set.
+factor is measured alone. The held-out coverage report (``validation/coverage.py``) scores a
+device's rows with factors fitted without its cases (``fit_cases(..., without=device)``).
 """
 
 from __future__ import annotations
@@ -96,18 +96,22 @@ def _needed(found: Interval, residual: float) -> float:
 def _cases(
     rows: Sequence[Comparison],
     split: Callable[[Comparison], Any],
-    keep: Callable[[Interval], bool],
+    kind: Callable[[Interval], str | None],
     scheme: str,
-) -> list[Case]:
-    """(needed factor, group, metric, scheme) of each row, against the rows not in its split."""
-    out: list[Case] = []
+) -> dict[str, list[Case]]:
+    """(needed factor, group, metric, scheme) of each row against the rows not in its split,
+    by the factor ``kind`` says the case measures (None: none)."""
+    out: dict[str, list[Case]] = {}
     for part in sorted({split(c) for c in rows}, key=str):
         held = [c for c in rows if split(c) == part]
-        table = table_from([c for c in rows if split(c) != part and c.group not in _groups(held)])
+        gone = _groups(held)
+        table = table_from([c for c in rows if split(c) != part and c.group not in gone])
         for c in held:
             found = interval_for(table, Regime(*c.regime.split("|")), c.devices, 1.0, 1.0)
-            if found is not None and keep(found):
-                out.append((_needed(found, c.log_residual), c.group, _metric(c), scheme))
+            name = kind(found) if found is not None else None
+            if found is not None and name is not None:
+                case = (_needed(found, c.log_residual), c.group, _metric(c), scheme)
+                out.setdefault(name, []).append(case)
     return out
 
 
@@ -176,24 +180,46 @@ def _fits(name: str, cases: list[Case]) -> list[WideningFit]:
     return fits
 
 
-def calibrate(comparisons: Sequence[Comparison]) -> list[WideningFit]:
-    """Device, unseen and scale factors, pooled and per metric, from held-out coverage."""
+def held_out_cases(comparisons: Sequence[Comparison]) -> dict[str, list[Case]]:
+    """The held-out cases of each factor (device, unseen, scale), needed factors unscaled."""
     rows = [c for c in comparisons if _held_out(c)]
-    only_unseen: Callable[[Interval], bool] = lambda f: f.unseen and not f.beyond_scale  # noqa: E731
-    neither: Callable[[Interval], bool] = lambda f: not f.unseen and not f.beyond_scale  # noqa: E731
+
+    def by_device(f: Interval) -> str | None:
+        if f.beyond_scale:
+            return None
+        return "unseen" if f.unseen else "device"
+
+    def only_unseen(f: Interval) -> str | None:
+        return "unseen" if f.unseen and not f.beyond_scale else None
 
     def field(index: int) -> Callable[[Comparison], str]:
         return lambda c: c.regime.split("|")[0] + "|" + c.regime.split("|")[index]
 
-    device = _fits("device", _cases(rows, lambda c: c.group, neither, "device"))
-    unseen = [
-        *_cases(rows, lambda c: c.group, only_unseen, "device"),
-        *_cases(rows, field(2), only_unseen, "class"),
-        *_cases(rows, field(1), only_unseen, "engine"),
-    ]
+    device = _cases(rows, lambda c: c.group, by_device, "device")
+    classes = _cases(rows, field(2), only_unseen, "class")
+    engines = _cases(rows, field(1), only_unseen, "engine")
+    return {
+        "device": device.get("device", []),
+        "unseen": [*device.get("unseen", []), *classes.get("unseen", []),
+                   *engines.get("unseen", [])],
+        "scale": _scale_cases(rows),
+    }  # fmt: skip
+
+
+def fit_cases(cases: dict[str, list[Case]], without: str | None = None) -> list[WideningFit]:
+    """Device, unseen and scale factors, pooled and per metric, from ``held_out_cases``;
+    ``without``: leave that device's cases out (held-out coverage scores its rows with
+    factors it did not help set)."""
+    mine = {k: [c for c in v if c[1] != without] for k, v in cases.items()}
+    device = _fits("device", mine["device"])
     over = {f.metric: f.value for f in device}
-    scaled = [_divided(unseen, over), _divided(_scale_cases(rows), over)]
-    return [*device, *_fits("unseen", scaled[0]), *_fits("scale", scaled[1])]
+    unseen, scale = _divided(mine["unseen"], over), _divided(mine["scale"], over)
+    return [*device, *_fits("unseen", unseen), *_fits("scale", scale)]
+
+
+def calibrate(comparisons: Sequence[Comparison]) -> list[WideningFit]:
+    """Device, unseen and scale factors, pooled and per metric, from held-out coverage."""
+    return fit_cases(held_out_cases(comparisons))
 
 
 def _divided(cases: Sequence[Case], device: dict[str, float]) -> list[Case]:
