@@ -9,7 +9,7 @@ import pytest
 from rigwise.api.fit import fit_models, model_uses, quant_ladder
 from rigwise.api.infer import plan_inference
 from rigwise.errors import InputError, UnknownNameError
-from rigwise.models import catalog_models
+from rigwise.models import catalog_models, load_model
 
 FAKE = Path(__file__).parents[1] / "probe" / "fake_degraded.yaml"
 
@@ -51,8 +51,10 @@ def test_the_best_quant_fits_and_the_next_better_one_does_not() -> None:
         ladder = quant_ladder("llama.cpp", model_uses()[fit.model].native_quant)
         index = ladder.index(fit.quant)
         if index:
+            # fit plans at the default context capped by the model's own (Falcon: 2048).
+            context = min(4096, load_model(fit.model).max_context)
             better = plan_inference(
-                model=fit.model, on="rtx-4090", quant=ladder[index - 1], context=4096,
+                model=fit.model, on="rtx-4090", quant=ladder[index - 1], context=context,
                 levers=False,
             )  # fmt: skip
             assert not better.fits, fit.model

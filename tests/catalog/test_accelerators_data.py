@@ -64,7 +64,20 @@ DATASHEET_DENSE = [
     ("gaudi3", "bf16", 1835, "Intel Gaudi 3 (Hot Chips 2024): BF16 Matrix TFLOPs 1835"),
     ("tpu-v5e", "bf16", 197, "Google Cloud TPU v5e docs: peak compute per chip (bf16) 197"),
     ("tpu-v5p", "bf16", 459, "Google Cloud TPU v5p docs: peak compute per chip (bf16) 459"),
+    ("rtx-2080-ti", "fp16", 53.8, "NVIDIA Turing whitepaper 2080 Ti: FP16 Tensor w/ FP32 acc 53.8"),
+    ("rtx-a4000", "fp16", 76.7, "NVIDIA RTX A4000 datasheet: Tensor 153.4* (sparse)"),
+    ("rtx-a2000-12gb", "fp16", 31.95, "NVIDIA RTX A2000 datasheet: Tensor 63.9* (sparse)"),
+    ("b300", "fp4", 13500, "NVIDIA HGX B300 datasheet, 8 GPUs: FP4 144 PF* | 108 PF dense"),
+    ("b300", "bf16", 2250, "NVIDIA HGX B300 datasheet, 8 GPUs: FP16/BF16 36 PFLOPS*"),
+    ("gb200", "bf16", 2500, "NVIDIA GB200 NVL72 datasheet, 72 GPUs: FP16/BF16 360 PFLOPS*"),
+    ("gb300", "fp4", 15000, "NVIDIA GB300 NVL72 datasheet, 72 GPUs: FP4 1,440 PF* | 1,080 PF"),
+    ("mi355x", "fp8", 5033.1, "AMD MI355X: 256 CUs x 8192 FP8 FLOP/clk x 2.4 GHz (ISSCC 2026)"),
+    ("arc-pro-b50", "int8", 170.3, "Intel Arc Pro B50 specifications: 170 peak INT8 TOPS"),
 ]
+
+# Blackwell Ultra runs dense FP4 at 1.5x Blackwell while bf16 stays at the Blackwell rate, so its
+# fp4 is 6x bf16 (HGX B300: FP4 108 PF dense vs FP16/BF16 36 PF* for 8 GPUs; GB300 NVL72 likewise).
+BLACKWELL_ULTRA = {"b300", "gb300"}
 
 # (id, memory GB, bandwidth GB/s, source)
 DATASHEET_MEMORY = [
@@ -76,6 +89,11 @@ DATASHEET_MEMORY = [
     ("mi300x", 192, 5300, "AMD MI300X datasheet: 192 GB HBM3, 5.3 TB/s"),
     ("dgx-spark-gb10", 128, 273, "NVIDIA DGX Spark: 128 GB LPDDR5x, 273 GB/s"),
     ("tpu-v5e", 16, 819, "Google Cloud TPU v5e docs: 16 GB, 819 GBps"),
+    ("rtx-2080-ti", 11, 616, "NVIDIA Turing whitepaper: 11 GB GDDR6, 616 GB/s"),
+    ("mi355x", 288, 8000, "AMD MI355X datasheet: 288 GB HBM3E, 8 TB/s"),
+    ("rx-9070-xt", 16, 640, "AMD RX 9070 XT: 16 GB GDDR6 20 Gbps x 256 bit = 640 GB/s"),
+    ("ryzen-ai-max-plus-395", 128, 256, "AMD Ryzen AI Max+ 395: LPDDR5X-8000 x 256 bit"),
+    ("arc-b580", 12, 456, "Intel Arc B580: 12 GB GDDR6 19 Gbps x 192 bit = 456 GB/s"),
 ]
 
 # Every GPU the seeds name (seed 000 and 003), as the seeds spell them.
@@ -127,7 +145,8 @@ def test_rows_are_consistent(acc: object) -> None:
         assert flops["fp8"] <= 2 * half * eps, "fp8 above 2x the best fp16 rate: sparse?"
     # GeForce Blackwell runs fp4 (fp32 accumulate) at 4x its fp16-accumulate fp16 rate.
     if "fp4" in flops and half:
-        assert flops["fp4"] <= 4 * half * eps, "fp4 above 4x the best fp16 rate: sparse?"
+        ratio = 6 if acc.id in BLACKWELL_ULTRA else 4
+        assert flops["fp4"] <= ratio * half * eps, "fp4 above 4x the best fp16 rate: sparse?"
     if "bf16" in flops and acc.fp16_acc16_flops:
         assert flops["bf16"] <= acc.fp16_acc16_flops * eps
     if "tf32" in flops and "bf16" in flops:

@@ -165,6 +165,19 @@ def test_qlora_base_is_about_a_quarter_of_lora_base() -> None:
     assert 0.3 < qlora / lora < 0.45  # linear layers 4.127 bits, embeddings stay bf16
 
 
+def test_fsdp_cpu_offload_leaves_only_the_gathered_layers_of_a_qlora_base() -> None:
+    geo = geometry(llama())
+    lay = arrays(dp=2, zero=3)
+    work = Workload(method="qlora", paged_optimizer=False)
+    on_gpu = state_memory(geo, work, lay)
+    offloaded = state_memory(geo, dataclasses.replace(work, offload="params"), lay)
+    adapters = float(offloaded[1][0])  # their bf16/fp32 copy stays with the gathered layers
+    two_layers_nf4 = 2 * geo.layer_params_total() * 0.5
+    assert float(offloaded[0][0]) - adapters == pytest.approx(two_layers_nf4, rel=0.05)
+    assert float(offloaded[0][0]) < 0.3 * float(on_gpu[0][0])
+    assert float(offloaded[2][0]) == 0.0 < float(on_gpu[2][0])
+
+
 def test_memory_total_adds_reserved_bytes_and_fragmentation() -> None:
     factors = training_factors("a100-sxm-80gb")
     mem = memory_per_gpu(

@@ -50,6 +50,16 @@ def command(directory: str | None, plot_dir: str | None, rows: bool, as_json: bo
             f"{tool['rigwise_mean_abs_error_pct']:.2f}% mean |err|, {tool['tool']} "
             f"{tool['tool_mean_abs_error_pct']:.2f}%"
         )
+    verdicts = data["finetune_verdicts"]
+    if verdicts and verdicts["rows"]:
+        click.echo(
+            f"\nfine-tune fits/OOM verdicts (independent): {verdicts['right']} of "
+            f"{verdicts['rows']} right ({verdicts['share_right']:.0%}; published OOM "
+            f"{verdicts['oom_right']} of {verdicts['oom_rows']}, fits {verdicts['fits_right']} "
+            f"of {verdicts['fits_rows']})"
+        )
+        for line in verdicts["mismatches"]:
+            click.echo(f"  wrong: {line}")
     if rows:
         for c in result.comparisons:
             click.echo(

@@ -12,7 +12,6 @@ idle); ``d_half`` is fitted once across runs, not per row.
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
@@ -20,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from rigwise.catalog.loader import read_csv
+from rigwise.catalog.match import most_specific
 from rigwise.errors import CatalogError, InputError
 
 FILE = "efficiency_training.csv"
@@ -73,21 +73,6 @@ _DEVICE_FACTORS = tuple(
 _OTHER_PLANNERS = ("matmul_efficiency_", "decode_", "prefill_", "serving_")
 
 
-def _specificity(pattern: str, key: str) -> int:
-    """-1 when ``pattern`` does not match ``key``; higher is more specific."""
-    if pattern == key:
-        return 1000
-    if not fnmatch.fnmatch(key, pattern):
-        return -1
-    return len(pattern.replace("*", ""))
-
-
-def _best(rows: list[dict[str, str]], key: str) -> dict[str, str] | None:
-    scored = [(_specificity(row["applies_to"].lower(), key.lower()), row) for row in rows]
-    scored = [pair for pair in scored if pair[0] >= 0]
-    return max(scored, key=lambda pair: pair[0])[1] if scored else None
-
-
 def _rows_by_factor() -> dict[str, list[dict[str, str]]]:
     table: dict[str, list[dict[str, str]]] = {}
     for row in read_csv(FILE):
@@ -114,7 +99,7 @@ def training_factors(
         if name in calibration:
             values[name] = float(calibration[name])
             continue
-        row = _best(rows.get(name, []), accelerator_id)
+        row = most_specific(rows.get(name, []), applies_to=accelerator_id)
         if row is None:
             raise CatalogError(f"{FILE}: no row for factor {name!r} matches {accelerator_id!r}.")
         values[name] = float(row["value"])

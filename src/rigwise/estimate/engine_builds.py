@@ -18,8 +18,8 @@ import re
 from dataclasses import dataclass
 
 from rigwise.catalog.loader import read_csv
+from rigwise.catalog.match import specificity
 from rigwise.errors import CatalogError, InputError
-from rigwise.estimate.inference_memory import _specificity
 
 _DATE = re.compile(r"^(\d{4})-(\d{2})(?:-(\d{2}))?$")
 DEQUANT_GEMM = "prefill_dequant_fp16_gemm"
@@ -56,9 +56,9 @@ def build_effects(engine: str, klass: str, quant: str, build: str | None) -> Bui
         return CURRENT
     day = normalise_build(build)
     keys = {"engine": engine, "device_class": klass, "quant": quant.lower()}
-    best: dict[str, tuple[tuple[int, int], dict[str, str]]] = {}
+    best: dict[str, tuple[tuple[int, int, int], dict[str, str]]] = {}
     for row in read_csv("engine_builds.csv"):
-        score = _specificity(row, keys)
+        score = specificity(row, keys)
         if score is None or day >= row["until"]:
             continue
         held = best.get(row["effect"])

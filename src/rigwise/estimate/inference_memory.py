@@ -9,13 +9,13 @@ from ``apple_memory_limits.csv``. Nothing here hard-codes a spec.
 
 from __future__ import annotations
 
-import fnmatch
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from rigwise.catalog.loader import read_csv
+from rigwise.catalog.match import most_specific
 from rigwise.errors import CatalogError, InputError
 from rigwise.hardware import Accelerator, Cluster, Link, Node
 from rigwise.models import ModelSpec
@@ -57,26 +57,13 @@ class EngineOverheads:
     source: str
 
 
-def _specificity(row: dict[str, str], keys: dict[str, str]) -> tuple[int, int] | None:
-    """How specifically a data row matches (higher wins); None if it does not match. Ties on
-    the column weights go to the longer literal match (``nvidia-hbm`` beats ``nvidia-*``)."""
-    score = literal = 0
-    for weight, (column, value) in zip((4, 2, 1), keys.items(), strict=False):
-        patterns = [p.strip() for p in row[column].split(";") if p.strip()] or ["*"]
-        matching = [p for p in patterns if fnmatch.fnmatchcase(value, p)]
-        if not matching:
-            return None
-        score += 0 if patterns == ["*"] else weight
-        literal += max(len(p.replace("*", "").replace("?", "")) for p in matching)
-    return score, literal
-
-
 def best_row(file: str, **keys: str) -> dict[str, str]:
-    """The most specific row of ``file`` whose glob columns match ``keys`` (in priority order)."""
-    scored = [(s, row) for row in read_csv(file) if (s := _specificity(row, keys)) is not None]
-    if not scored:
+    """The most specific row of ``file`` whose glob columns match ``keys`` (in priority order;
+    the rule is ``catalog.match``'s)."""
+    row = most_specific(read_csv(file), **keys)
+    if row is None:
         raise CatalogError(f"{file}: no row matches {keys}; add a '*' default row.")
-    return max(scored, key=lambda pair: pair[0])[1]
+    return row
 
 
 @functools.cache

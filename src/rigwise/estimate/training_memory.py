@@ -181,6 +181,11 @@ def _adapter_state(
     # Paged optimizers move the adapter state to host memory under pressure, so it does not
     # count against the minimum (Dettmers et al. 2023 Sec. 3).
     optimizer = adapters * (0.0 if work.paged_optimizer else moments)
+    if work.offload == "params":
+        # FSDP CPUOffload keeps every shard (and the adapters' optimizer state) on the host;
+        # the GPU holds only the layers gathered for compute (Answer.AI FSDP-QLoRA 2024).
+        weights = np.where(lay.zero >= 3, gathered, weights)
+        optimizer = optimizer * 0.0
     return weights + adapters * weight_bytes, adapters * weight_bytes, optimizer
 
 

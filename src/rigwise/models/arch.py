@@ -177,6 +177,60 @@ def _read_deepseek(c: Config) -> Arch:
     )
 
 
+def _read_glm4_moe(c: Config) -> Arch:
+    # transformers Glm4MoeConfig: q/k/v biases (attention_bias) but none on o_proj, optional
+    # per-head q/k RMSNorm (use_qk_norm), partial rotary (no parameters). The first
+    # first_k_dense_replace layers are dense; the rest are MoE with a sigmoid router that has an
+    # e_score_correction_bias and n_shared_experts always-on experts of moe_intermediate_size.
+    arch = replace(_llama_like(c, "glm4_moe"), o_bias=False)
+    arch = replace(arch, qk_norm=bool(c.get("use_qk_norm", False)))
+    width = int(c.req("moe_intermediate_size"))
+    shared = int(c.get("n_shared_experts", 0))
+    first_dense = int(c.get("first_k_dense_replace", 0))
+    moe = MoEArch(
+        num_experts=int(c.req("n_routed_experts")),
+        experts_per_token=int(c.req("num_experts_per_tok")),
+        expert_intermediate_size=width,
+        moe_layers=tuple(range(first_dense, arch.num_layers)),
+        num_shared_experts=shared,
+        shared_intermediate_size=shared * width,
+        router_score_bias=True,
+    )
+    return replace(arch, moe=moe, mtp_layers=int(c.get("num_nextn_predict_layers", 0)))
+
+
+def _read_minimax_m2(c: Config) -> Arch:
+    # transformers MiniMaxM2: full attention in every layer (attn_type_list all 1) with q/k
+    # RMSNorm over the whole q and k projections (qk_norm_type "per_layer"), partial rotary
+    # (rotary_dim). Every layer is MoE: num_local_experts experts of intermediate_size, a sigmoid
+    # router with e_score_correction_bias (use_routing_bias), no shared expert. The MTP modules
+    # (num_mtp_modules) are not part of the transformers model and are not counted.
+    arch = _llama_like(c, "minimax_m2")
+    types = c.get("attn_type_list", [])
+    if any(int(t) != 1 for t in types):
+        raise ModelFormatError(
+            f"{c.origin}: attn_type_list has non-full-attention layers; rigwise reads "
+            "minimax_m2 configs whose every layer is full attention (MiniMax-M2).",
+            hint="Use MiniMax-M2's config.json (MiniMax-Text-01 lightning attention is not read).",
+        )
+    moe = MoEArch(
+        num_experts=int(c.req("num_local_experts")),
+        experts_per_token=int(c.req("num_experts_per_tok")),
+        expert_intermediate_size=arch.intermediate_size,
+        moe_layers=tuple(range(arch.num_layers)),
+        num_shared_experts=0,
+        shared_intermediate_size=int(c.get("shared_intermediate_size", 0)),
+        router_score_bias=bool(c.get("use_routing_bias", True)),
+    )
+    return replace(
+        arch,
+        moe=moe,
+        intermediate_size=0,
+        qk_norm=bool(c.get("use_qk_norm", True)),
+        qk_norm_full=c.get("qk_norm_type", "per_layer") == "per_layer",
+    )
+
+
 def _read_gpt_oss(c: Config) -> Arch:
     arch = replace(_llama_like(c, "gpt_oss"), attention_sinks=True)
     arch = replace(arch, qkv_bias=bool(c.get("attention_bias", True)), o_bias=True)
@@ -234,6 +288,9 @@ _LLAMA_FAMILY: dict[str, Callable[[Config], Arch]] = {
     "phi3": _read_phi3,
     "deepseek_v2": _read_deepseek,
     "deepseek_v3": _read_deepseek,
+    "kimi_k2": _read_deepseek,  # Kimi K2 uses DeepseekV3ForCausalLM with its own model_type
+    "glm4_moe": _read_glm4_moe,
+    "minimax_m2": _read_minimax_m2,
     "gpt_oss": _read_gpt_oss,
     "llama4": _read_llama4,
     "llama4_text": _read_llama4,

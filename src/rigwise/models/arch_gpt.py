@@ -1,6 +1,7 @@
 """Readers for GPT-style families: learned or no positions, LayerNorm, 2-matrix MLPs.
 
-gpt2 (and the Megatron GPT sizes written as gpt2 configs), gpt_neox (Pythia), mpt, falcon.
+gpt2 (and the Megatron GPT sizes written as gpt2 configs), gpt_neox (Pythia), mpt, falcon, phi
+(Phi-2).
 Key names and defaults follow the corresponding ``transformers`` configuration classes.
 """
 
@@ -123,9 +124,38 @@ def _read_falcon(c: Config) -> Arch:
     )
 
 
+def _read_phi(c: Config) -> Arch:
+    # transformers PhiModel (Phi-1/1.5/2): q/k/v/dense with biases, one LayerNorm per layer feeding
+    # attention and the MLP in parallel, fc1/fc2 with biases (GELU, not gated), a final LayerNorm
+    # and an output head with a bias. Rotary covers partial_rotary_factor of each head (no
+    # parameters). qk_layernorm (off in Phi-2) would add LayerNorms of head_dim, not counted.
+    hidden = int(c.req("hidden_size"))
+    heads = int(c.req("num_attention_heads"))
+    return Arch(
+        model_type="phi",
+        num_layers=int(c.req("num_hidden_layers")),
+        hidden_size=hidden,
+        intermediate_size=int(c.req("intermediate_size")),
+        num_attention_heads=heads,
+        num_kv_heads=int(c.get("num_key_value_heads", heads)),
+        head_dim=hidden // heads,
+        vocab_size=int(c.req("vocab_size")),
+        tie_word_embeddings=bool(c.get("tie_word_embeddings", False)),
+        max_context=int(c.get("max_position_embeddings", 2048)),
+        norm_bias=True,
+        norms_per_layer=1,
+        qkv_bias=True,
+        o_bias=True,
+        gated_mlp=False,
+        mlp_bias=True,
+        lm_head_bias=True,
+    )
+
+
 GPT_FAMILY: dict[str, Callable[[Config], Arch]] = {
     "gpt2": _read_gpt2,
     "gpt_neox": _read_gpt_neox,
     "mpt": _read_mpt,
     "falcon": _read_falcon,
+    "phi": _read_phi,
 }

@@ -46,8 +46,10 @@ class Arch:
     gated_mlp: bool = True
     mlp_bias: bool = False
     qk_norm: bool = False  # per-head q/k RMSNorm weights of head_dim (qwen3, gemma3)
+    qk_norm_full: bool = False  # q/k RMSNorm over the whole projection width (minimax_m2)
     learned_positions: int = 0
     attention_sinks: bool = False  # gpt-oss: one learned sink logit per head
+    lm_head_bias: bool = False  # phi: the output head Linear has a bias
     moe: MoEArch | None = None
     mla: MLASpec | None = None
     sliding_window: int | None = None

@@ -40,7 +40,8 @@ def _attention(arch: Arch) -> tuple[int, int]:
     q, kv = arch.num_attention_heads * hd, arch.num_kv_heads * hd
     matrices = h * q + 2 * h * kv + q * h
     vectors = (q + 2 * kv) * arch.qkv_bias + h * arch.o_bias
-    vectors += 2 * hd * arch.qk_norm + arch.num_attention_heads * arch.attention_sinks
+    qk_norm_width = q + kv if arch.qk_norm_full else 2 * hd
+    vectors += qk_norm_width * arch.qk_norm + arch.num_attention_heads * arch.attention_sinks
     return matrices, vectors
 
 
@@ -99,6 +100,7 @@ def count_params(arch: Arch) -> ParamCount:
     h, v = arch.hidden_size, arch.vocab_size
     embedding = v * h
     positions = arch.learned_positions * h
+    head_bias = v * arch.lm_head_bias  # a 1-D tensor: counted with the vectors, not the matrix
     lm_head = 0 if arch.tie_word_embeddings else v * h
     dense = routed = vectors = 0
     for index in range(arch.num_layers):
@@ -111,7 +113,7 @@ def count_params(arch: Arch) -> ParamCount:
         ("layers_dense", dense),
         ("layers_experts", routed),
         ("final_norm", final_norm),
-        ("lm_head", lm_head),
+        ("lm_head", lm_head + head_bias),
     )
     total = sum(count for _, count in parts)
     per_expert, inactive, inactive_vectors = 0, 0, 0
@@ -127,8 +129,8 @@ def count_params(arch: Arch) -> ParamCount:
         embedding=embedding,
         positions=positions,
         lm_head=lm_head,
-        vectors=vectors + final_norm,
-        vectors_active=vectors + final_norm - inactive_vectors,
+        vectors=vectors + final_norm + head_bias,
+        vectors_active=vectors + final_norm + head_bias - inactive_vectors,
         per_expert=per_expert,
         mtp=_mtp(arch),
     )

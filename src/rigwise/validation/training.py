@@ -36,6 +36,7 @@ from rigwise.validation.training_cases import (
 )
 from rigwise.validation.training_cases import assumptions as _assumptions
 from rigwise.validation.training_cases import rows as _rows
+from rigwise.validation.training_finetune import FitVerdicts
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ class TrainingValidation:
     comparisons: tuple[Comparison, ...]
     stats: tuple[ErrorStats, ...]
     tools: tuple[ToolComparison, ...] = ()
+    verdicts: FitVerdicts | None = None  # fine-tuning fits/OOM verdicts (independent rows)
 
     def _errors(self, role: str, source: str, metric: str) -> list[float]:
         return [
@@ -70,6 +72,7 @@ class TrainingValidation:
                 for s in self.stats
             ],
             "tool_comparisons": [t.to_dict() for t in self.tools],
+            "finetune_verdicts": self.verdicts.to_dict() if self.verdicts else None,
             "comparisons": [c.to_dict() for c in self.comparisons],
         }
 
@@ -254,7 +257,10 @@ def run_cases(directory: str | Path | None = None) -> list[Comparison]:
 def validate_training(directory: str | Path | None = None) -> TrainingValidation:
     """Predictions against every published run in ``directory`` (packaged copies by default)."""
     from rigwise.validation.coverage import annotate
+    from rigwise.validation.training_finetune import finetune_verdicts
 
     comparisons = tuple(annotate(run_cases(directory)))
     tools = tuple(tool_comparisons(comparisons))
-    return TrainingValidation(comparisons, tuple(per_source(comparisons)), tools)
+    folder = Path(directory) if directory else DATA_DIR
+    verdicts = finetune_verdicts(folder)
+    return TrainingValidation(comparisons, tuple(per_source(comparisons)), tools, verdicts)

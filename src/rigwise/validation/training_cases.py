@@ -17,8 +17,10 @@ from rigwise.estimate.compute import training_factors
 from rigwise.estimate.training import Evaluation, evaluate
 from rigwise.estimate.training_layout import Layout, LayoutArrays, Workload, geometry
 from rigwise.estimate.training_step import Fabric
-from rigwise.units import GiB as GIB
+from rigwise.units import GiB
 from rigwise.validation.stats import NOT_MEASUREMENTS, Comparison, require_roles
+
+GIB = GiB  # bytes per GiB, re-exported for the sources
 
 DATA_DIR = Path(__file__).parent / "data" / "training"
 
@@ -119,7 +121,12 @@ def fabric(
         acc = dataclasses.replace(acc, memory_bytes=memory_gib * GIB)
     if memory_bandwidth_gb_s:
         acc = dataclasses.replace(acc, memory_bandwidth_bytes_per_s=memory_bandwidth_gb_s * 1e9)
-    intra = get_link("nvswitch-gen3" if acc.id.startswith(("h100", "h200")) else "nvswitch-gen2")
+    switch = "nvswitch-gen2"  # A100 (DGX/HGX A100)
+    if acc.id.startswith(("h100", "h200")):
+        switch = "nvswitch-gen3"
+    elif acc.id.startswith(("b200", "gb200")):
+        switch = "nvswitch-gen4"
+    intra = get_link(switch)
     return Fabric(acc, per_node, intra, get_link(network) if network else None, ports, power_limit)
 
 

@@ -1,52 +1,67 @@
-"""Fine-tuning peak memory per GPU against published runs (``finetune_memory_runs.csv``).
+"""Fine-tuning memory against published runs: peak memory per GPU (``finetune_memory_runs.csv``)
+and the fits/OOM verdict (those runs, which all fitted, plus ``finetune_fit_verdicts.csv``:
+runs a source says did or did not fit).
 
 Each row is planned through the public API with every layout flag fixed (so no search moves
 it) and the settings the source states; the predicted total per GPU (GiB) is compared with
-the measured peak (PyTorch's reserved memory), and the fits/OOM verdict on the device with it.
+the measured peak (PyTorch's reserved memory), and the verdict with the published one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rigwise.units import GiB as GIB
 from rigwise.validation.stats import Comparison
 
 FILE = "finetune_memory_runs.csv"
+VERDICTS = "finetune_fit_verdicts.csv"
 SOURCE = "fine-tune memory (not in shared/)"
 
 
-def finetune_memory_cases(directory: Path) -> Iterator[Comparison]:
+def _plan(row: Mapping[str, str]) -> Any:
+    """The row's run planned with its layout fixed (``TrainingPlan``)."""
     from rigwise.api.train import plan_training
+
+    gpus, mb = int(row["gpus"]), int(row["micro_batch"])
+    framework = row.get("framework") or None
+    return plan_training(
+        model=row["model"],
+        on=f"{gpus}x {row['device']}",
+        method=row["method"],
+        framework=framework,
+        seq=int(row["seq_len"]),
+        micro_batch=mb,
+        global_batch=mb * gpus,
+        tp=1,
+        pp=1,
+        cp=1,
+        ep=1,
+        vpp=1,
+        dp=gpus,
+        sequence_parallel=False,
+        zero=int(row["zero"]),
+        recompute=row["recompute"],
+        offload=row.get("offload") or "none",
+        pure_bf16=row["pure_bf16"] == "1",
+        paged_optimizer=row["paged_optimizer"] == "1",
+        lora_rank=int(row["lora_rank"]),
+    )
+
+
+def finetune_memory_cases(directory: Path) -> Iterator[Comparison]:
     from rigwise.estimate.plan_intervals import training_regime
     from rigwise.validation.training_cases import rows as _rows
 
     for row in _rows(directory, FILE):
-        gpus, mb = int(row["gpus"]), int(row["micro_batch"])
-        plan = plan_training(
-            model=row["model"],
-            on=f"{gpus}x {row['device']}",
-            method=row["method"],
-            seq=int(row["seq_len"]),
-            micro_batch=mb,
-            global_batch=mb * gpus,
-            tp=1,
-            pp=1,
-            cp=1,
-            ep=1,
-            vpp=1,
-            dp=gpus,
-            sequence_parallel=False,
-            zero=int(row["zero"]),
-            recompute=row["recompute"],
-            pure_bf16=row["pure_bf16"] == "1",
-            paged_optimizer=row["paged_optimizer"] == "1",
-            lora_rank=int(row["lora_rank"]),
-        )
+        plan = _plan(row)
         if plan.memory_per_gpu is None:
             continue
         predicted = plan.memory_per_gpu.total_bytes / GIB
+        gpus = int(row["gpus"])
         regime = training_regime("train_memory", plan.accelerator, gpus)
         yield Comparison(
             SOURCE,
@@ -59,3 +74,50 @@ def finetune_memory_cases(directory: Path) -> Iterator[Comparison]:
             group=plan.accelerator,  # held-out coverage leaves a device out
             devices=gpus,
         )
+
+
+@dataclass(frozen=True)
+class FitVerdicts:
+    """Published fits/OOM verdicts of fine-tuning runs against rigwise's (independent rows)."""
+
+    rows: int
+    right: int
+    oom_rows: int
+    oom_right: int
+    mismatches: tuple[str, ...]
+
+    @property
+    def share_right(self) -> float:
+        return self.right / self.rows if self.rows else float("nan")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rows": self.rows,
+            "right": self.right,
+            "share_right": self.share_right,
+            "oom_rows": self.oom_rows,
+            "oom_right": self.oom_right,
+            "fits_rows": self.rows - self.oom_rows,
+            "fits_right": self.right - self.oom_right,
+            "mismatches": list(self.mismatches),
+        }
+
+
+def finetune_verdicts(directory: Path) -> FitVerdicts:
+    """Every run of the memory file fitted its GPUs; the verdict file adds published OOMs."""
+    from rigwise.validation.training_cases import rows as _rows
+
+    published = [(row, "fits") for row in _rows(directory, FILE)]
+    published += [(row, row["verdict"]) for row in _rows(directory, VERDICTS)]
+    right = oom_rows = oom_right = 0
+    mismatches: list[str] = []
+    for row, verdict in published:
+        plan = _plan(row)
+        ok = plan.fits == (verdict == "fits")
+        right += ok
+        oom_rows += verdict == "oom"
+        oom_right += ok and verdict == "oom"
+        if not ok:
+            total = plan.memory_per_gpu.total_bytes / 1e9 if plan.memory_per_gpu else float("nan")
+            mismatches.append(f"{row['run']}: published {verdict}, predicted {total:.1f} GB")
+    return FitVerdicts(len(published), right, oom_rows, oom_right, tuple(mismatches))

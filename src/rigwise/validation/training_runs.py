@@ -68,16 +68,31 @@ def _torchtitan_setup(
     return work, layout
 
 
+def _torchtitan_fabric(row: dict[str, str], assume: dict[tuple[str, str], str]) -> Any:
+    """The device a row ran on: Meta's Grand Teton H100 (96 GB HBM2e at 2.4 TB/s, capped at
+    500 W, per the table headers) unless the hardware column names an H200 or a B200 (run at
+    their catalog specs: the B200 table's power limit is not stated)."""
+    hardware = row["hardware"].lower()
+    for name, device in (("h200", "h200-sxm"), ("b200", "b200")):
+        if name in hardware:
+            return fabric(device, 8, "roce-400", 8)
+    memory = float(assume.get((TORCHTITAN, "memory_gib"), "96"))
+    bandwidth = float(assume.get((TORCHTITAN, "memory_bandwidth_gb_s"), "0"))
+    return fabric("h100-sxm", 8, "roce-400", 8, memory, 500.0, bandwidth)
+
+
+def _torchtitan_source(table: str) -> str:
+    """Per-source statistics keep the torchao README rows and the B200 rows apart."""
+    if table.startswith("torchao"):
+        return "torchao float8 H100"
+    return "torchtitan B200" if "B200" in table else "torchtitan"
+
+
 def torchtitan_cases(directory: Path) -> Iterator[Comparison]:
     assume = _assumptions(directory)
     for row in _rows(directory, TORCHTITAN):
-        h200 = "h200" in row["hardware"].lower()
-        memory = None if h200 else float(assume.get((TORCHTITAN, "memory_gib"), "96"))
-        bandwidth = None if h200 else float(assume.get((TORCHTITAN, "memory_bandwidth_gb_s"), "0"))
-        # The H100 runs were capped at 500 W (table header); the H200 runs ran at TDP.
-        cap = None if h200 else 500.0
-        device = "h200-sxm" if h200 else "h100-sxm"
-        fab = fabric(device, 8, "roce-400", 8, memory, cap, bandwidth)
+        fab = _torchtitan_fabric(row, assume)
+        device = fab.accelerator.id
         spec = _model(row["model"].lower().replace(" ", "-").replace("llama-3.1", "llama-3.1"))
         work, layout = _torchtitan_setup(row, assume)
         ev = predict(spec, work, layout, fab)
@@ -86,12 +101,11 @@ def torchtitan_cases(directory: Path) -> Iterator[Comparison]:
         measured = float(row["tokens_per_s_per_gpu"])
         metric = "tokens_per_s_per_gpu"
         group = f"{device} torchtitan {row['table']}"  # held-out coverage leaves a table out
-        yield case(
-            "torchtitan", label, metric, measured, per_gpu, row["role"], fab, layout.gpus, group
-        )
+        source = _torchtitan_source(row["table"])
+        yield case(source, label, metric, measured, per_gpu, row["role"], fab, layout.gpus, group)
         if row["peak_memory_gib"]:
             yield case(
-                "torchtitan",
+                source,
                 label,
                 "memory_gib",
                 float(row["peak_memory_gib"]),
