@@ -40,7 +40,8 @@ def test_a_case_unlike_any_validated_row_is_widened_and_says_why() -> None:
         )
     )
     serving = data["intervals"]["serving"]
-    assert serving["widened"] and "engine vllm" in serving["notes"][0]
+    # vLLM serving rows exist only for GDDR cards (L4, RTX 4090): an H100 plan is unlike them
+    assert serving["widened"] and "device_class nvidia-hbm" in serving["notes"][0]
     assert _ordered(data["serving"]["aggregate_tokens_per_s_interval"])
 
 

@@ -35,6 +35,7 @@ _SOURCE_LABELS = {
     "holdout_xiongjiedai": "XiongjieDai README (holdout)",
     "holdout_geerlingguy": "Geerling Raspberry Pi CPU (holdout)",
     "holdout_tensorrt_llm": "TensorRT-LLM H200/B200/RTX PRO (holdout)",
+    "holdout_vllm_serving": "vLLM sweeps L4 / RTX 4090 (holdout)",
     "llamacpp_discussion4167": "llama.cpp Apple #4167",
     "llamacpp_discussion15013": "llama.cpp CUDA #15013",
     "xiongjiedai": "XiongjieDai llama.cpp",
