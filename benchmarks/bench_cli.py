@@ -39,13 +39,19 @@ def process_seconds(runs: int) -> float:
     return best
 
 
-def bare_python_seconds(runs: int) -> float:
+def bare_python_seconds(runs: int, code: str = "pass") -> float:
+    """Best wall time of ``python -c CODE``: the start-up floor under the CLI."""
     best = float("inf")
     for _ in range(runs):
         start = time.perf_counter()
-        subprocess.run([_python(), "-c", "pass"], check=True, capture_output=True)
+        subprocess.run([_python(), "-c", code], check=True, capture_output=True)
         best = min(best, time.perf_counter() - start)
     return best
+
+
+# What `rigwise infer` cannot do without: the CLI framework, the options' validation
+# (InferOptions is a pydantic model) and the table renderer.
+FLOOR_IMPORTS = "import click, pydantic, rich.console, rich.table"
 
 
 def import_seconds() -> list[tuple[float, str]]:
@@ -113,19 +119,28 @@ def _train_lines(count: int) -> list[dict[str, object]]:
     ]
 
 
+def _load() -> str:
+    """1, 5 and 15 minute load averages (a busy machine makes every figure slower)."""
+    if not hasattr(os, "getloadavg"):
+        return "n/a"
+    return " / ".join(f"{value:.2f}" for value in os.getloadavg())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="whole-process runs (best taken)")
     parser.add_argument("--queries", type=int, default=2000, help="plans per --queries file")
     args = parser.parse_args()
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"machine: {os.cpu_count()} cores, load average {load:.2f} (targets: idle 2-core)")
+    print(f"machine: {os.cpu_count()} cores, load average {_load()} (targets: idle 2-core)")
     new = {
         "process_s": process_seconds(args.runs),
         "infer_plans_per_s": queries_rate("infer", _infer_lines(args.queries)),
         "train_plans_per_s": queries_rate("train", _train_lines(max(args.queries // 4, 50))),
     }
+    print(f"load average after the runs: {_load()}")
     print(f"bare python start-up: {bare_python_seconds(args.runs) * 1e3:.0f} ms")
+    floor = bare_python_seconds(args.runs, FLOOR_IMPORTS)
+    print(f"python + {FLOOR_IMPORTS.removeprefix('import ')}: {floor * 1e3:.0f} ms")
     print(f"{'figure':<22}{'old':>12}{'now':>12}{'target':>12}")
     for key, label, fmt in (
         ("process_s", "infer, whole process", "{:.3f} s"),

@@ -36,7 +36,12 @@ JSON_INNER = "json_inner"
 
 Json: TypeAlias = "bool | int | float | str | list[Json] | dict[str, Json] | None"
 
-_FIELDS: dict[type, tuple[tuple[str, str, Mapping[str, object]], ...]] = {}
+_OMIT, _NULL, _INLINE = 1, 2, 4  # field flags, from the metadata keys above
+# (attribute, JSON key, flags, JSON_INNER renames or None) per field, then the properties
+_Plan: TypeAlias = tuple[
+    tuple[tuple[str, str, int, "Mapping[str, str] | None"], ...], tuple[str, ...]
+]
+_PLANS: dict[type, _Plan] = {}
 _FINISH: dict[type, Callable[[dict[str, Any]], dict[str, Any]]] = {}
 
 
@@ -45,16 +50,26 @@ def register_json_finish(cls: type, finish: Callable[[dict[str, Any]], dict[str,
     _FINISH[cls] = finish
 
 
-def _fields(cls: type) -> tuple[tuple[str, str, Mapping[str, object]], ...]:
-    """(attribute, JSON key, metadata) of a dataclass's fields, cached per class."""
-    found = _FIELDS.get(cls)
+def _plan(cls: type) -> _Plan:
+    """How a dataclass's JSON is made, read once per class from its fields' metadata (the
+    ``--queries`` path serialises thousands of plans: no metadata lookups per object)."""
+    found = _PLANS.get(cls)
     if found is None:
-        found = tuple(
-            (f.name, str(f.metadata.get(JSON_KEY, f.name)), f.metadata)
-            for f in dataclasses.fields(cls)
-            if not f.metadata.get(JSON_SKIP)
-        )
-        _FIELDS[cls] = found
+        fields = []
+        for f in dataclasses.fields(cls):
+            meta = f.metadata
+            if meta.get(JSON_SKIP):
+                continue
+            flags = (
+                (_OMIT if meta.get(JSON_OMIT_EMPTY) else 0)
+                | (_NULL if meta.get(JSON_NULL_IF_EMPTY) else 0)
+                | (_INLINE if meta.get(JSON_INLINE) else 0)
+            )
+            inner = meta.get(JSON_INNER)
+            renames = inner if isinstance(inner, Mapping) else None
+            fields.append((f.name, str(meta.get(JSON_KEY, f.name)), flags, renames))
+        found = (tuple(fields), tuple(getattr(cls, "json_properties", ())))
+        _PLANS[cls] = found
     return found
 
 
@@ -63,22 +78,32 @@ def _empty(value: object) -> bool:
 
 
 def _dataclass(value: object) -> dict[str, Json]:
+    cls = type(value)
+    fields, properties = _plan(cls)
     out: dict[str, Json] = {}
-    for name, key, meta in _fields(type(value)):
+    for name, key, flags, inner in fields:
         item = getattr(value, name)
-        if meta.get(JSON_OMIT_EMPTY) and _empty(item):
+        kind = type(item)
+        if not flags and inner is None:  # the common case: a plain field
+            if kind is float:
+                out[key] = item if math.isfinite(item) else None
+            elif kind is str or kind is int or kind is bool or item is None:
+                out[key] = item
+            else:
+                out[key] = to_jsonable(item)
             continue
-        converted = None if meta.get(JSON_NULL_IF_EMPTY) and _empty(item) else to_jsonable(item)
-        inner = meta.get(JSON_INNER)
-        if isinstance(inner, Mapping) and isinstance(converted, dict):
+        if flags & _OMIT and _empty(item):
+            continue
+        converted = None if flags & _NULL and _empty(item) else to_jsonable(item)
+        if inner is not None and isinstance(converted, dict):
             converted = {str(inner.get(k, k)): v for k, v in converted.items()}
-        if meta.get(JSON_INLINE) and isinstance(converted, dict):
+        if flags & _INLINE and isinstance(converted, dict):
             out.update(converted)
         else:
             out[key] = converted
-    for name in getattr(type(value), "json_properties", ()):
+    for name in properties:
         out[name] = to_jsonable(getattr(value, name))
-    finish = _FINISH.get(type(value))
+    finish = _FINISH.get(cls)
     return finish(out) if finish is not None else out
 
 

@@ -9,14 +9,16 @@ value and the fix, never a traceback or unbounded work. Numbers are checked wher
 
 from __future__ import annotations
 
+import functools
 import json
 import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
-import yaml
+if TYPE_CHECKING:
+    import yaml
 
 from rigwise.errors import InputError, shown_value
 
@@ -124,36 +126,44 @@ def decode_text(data: bytes, where: str) -> str:
     return text
 
 
-class _BoundedLoader(yaml.SafeLoader):
+@functools.cache
+def _bounded_loader() -> Any:
     """PyYAML's safe loader without aliases (billion laughs) and with bounded nesting (the
-    composer recurses once per level, so a 50,000-deep document would hit RecursionError)."""
+    composer recurses once per level, so a 50,000-deep document would hit RecursionError).
+    Made on first use: a command that reads no YAML does not import PyYAML."""
+    import yaml
 
-    _depth = 0
+    class BoundedLoader(yaml.SafeLoader):
+        _depth = 0
 
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
-            raise yaml.composer.ComposerError(
-                None, None, "aliases (*name) are not accepted", event.start_mark
-            )
-        self._depth += 1
-        try:
-            if self._depth > MAX_NESTING:
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                event = self.peek_event()
                 raise yaml.composer.ComposerError(
-                    None,
-                    None,
-                    f"nesting deeper than {MAX_NESTING} levels",
-                    self.peek_event().start_mark,
+                    None, None, "aliases (*name) are not accepted", event.start_mark
                 )
-            return super().compose_node(parent, index)
-        finally:
-            self._depth -= 1
+            self._depth += 1
+            try:
+                if self._depth > MAX_NESTING:
+                    raise yaml.composer.ComposerError(
+                        None,
+                        None,
+                        f"nesting deeper than {MAX_NESTING} levels",
+                        self.peek_event().start_mark,
+                    )
+                return super().compose_node(parent, index)
+            finally:
+                self._depth -= 1
+
+    return BoundedLoader
 
 
 def load_yaml(text: str, where: str) -> Any:
     """YAML text -> data, safely (no tags, no aliases, nesting <= MAX_NESTING)."""
+    import yaml
+
     try:
-        return yaml.load(text, Loader=_BoundedLoader)  # a SafeLoader subclass
+        return yaml.load(text, Loader=_bounded_loader())  # a SafeLoader subclass
     except yaml.YAMLError as exc:
         raise InputError(
             f"{where} is not valid YAML: {_first_line(exc)}",

@@ -153,3 +153,43 @@ def test_torchtitan_preset_memory_against_its_published_table() -> None:
 def test_a_preset_zero_stage_on_one_replica_is_a_no_op_not_an_error() -> None:
     plan = plan_training(model="llama-3.1-8b", on="8x h100-sxm", framework="megatron", tp=8)
     assert plan.fits and plan.layout is not None and plan.layout.dp == 1
+
+
+def test_megatron_preset_state_memory_against_korthikanti_figure_1() -> None:
+    """Korthikanti et al. 2022 Fig. 1: 22B GPT on 8 A100 with TP 8 keeps 45.56 GiB of weights,
+    gradients and optimizer state per GPU (bf16 weights, fp32 main grads, master weights and
+    Adam moments: Megatron's 18 bytes per parameter)."""
+    plan = plan_training(
+        model="megatron-gpt-22b",
+        on="8x a100-sxm-80gb",
+        framework="megatron",
+        tp=8,
+        pp=1,
+        dp=1,
+        micro_batch=4,
+        global_batch=4,
+        seq=2048,
+    )
+    mem = plan.memory_per_gpu
+    assert mem is not None
+    state = mem.weights_bytes + mem.gradients_bytes + mem.optimizer_bytes
+    assert state / 2**30 == pytest.approx(45.5625, rel=0.03)
+
+
+def test_deepspeed_preset_with_zero_offload_fits_13b_on_one_v100() -> None:
+    """Ren et al. 2021 (ZeRO-Offload): 13B parameters train on one 32 GB V100 once optimizer
+    state and gradients live on the host; PyTorch alone stops at 1.4B."""
+    common = {
+        "model": "llama-2-13b",
+        "on": "v100-sxm2-32gb",
+        "framework": "deepspeed",
+        "precision": "fp16",
+        "seq": 1024,
+        "micro_batch": 1,
+        "global_batch": 1,
+        "recompute": "full",
+    }
+    offloaded = plan_training(**common, offload="optimizer")  # type: ignore[arg-type]
+    assert offloaded.fits and offloaded.memory_per_gpu is not None
+    assert offloaded.memory_per_gpu.gradients_bytes < 0.05 * offloaded.memory_per_gpu.weights_bytes
+    assert not plan_training(**common).fits  # type: ignore[arg-type]

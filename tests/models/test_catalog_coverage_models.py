@@ -27,6 +27,8 @@ PUBLISHED = {
     "phi-2": (2.78 * B, None, "microsoft/phi-2 hub count 2.78B (card: 2.7 billion)"),
     "falcon-40b": (41.8 * B, None, "tiiuae/falcon-40b hub count 41.8B (head stored separately)"),
     "mistral-7b-v0.2": (7.24 * B, None, "Mistral-7B-Instruct-v0.2 hub count 7.24B"),
+    "qwen3-next-80b-a3b": (79.674391296 * B, None, "Qwen3-Next / Qwen3-Coder-Next checkpoint"),
+    "qwen3.5-9b": (9 * B, None, "Qwen3.5-9B: 9B language model (checkpoint 9.65B incl. vision)"),
 }
 
 
@@ -121,3 +123,55 @@ def test_every_catalog_model_plans_on_a_catalog_device(name: str) -> None:
             assert plan.decode is not None and plan.decode.tokens_per_s > 0
             return
     pytest.fail(f"{name} fits on none of {LADDER}")
+
+
+# --- hybrid linear attention (Qwen3-Next, Qwen3.5) ------------------------------------------
+
+
+def test_qwen3_next_counts_match_the_checkpoint_to_the_parameter() -> None:
+    # Qwen3-Coder-Next (the Qwen3-Next-80B-A3B config) safetensors: 79,674,391,296 in total,
+    # 3,874,929,408 without the idle experts' tensors (both ends of the model included).
+    spec = load_model("qwen3-next-80b-a3b")
+    assert spec.params_total == 79_674_391_296
+    assert spec.params_active == 3_874_929_408
+
+
+def test_gated_deltanet_layers_keep_a_fixed_state_instead_of_a_kv_cache() -> None:
+    spec = load_model("qwen3.5-9b")
+    # 24 linear-attention layers, 8 full-attention ones (3:1): only the 8 cache K and V.
+    assert spec.linear_attention_layers == 24
+    assert spec.kv_cache_bytes_per_token("bf16") == 8 * 2 * 4 * 256 * 2
+    # Per linear layer: fp32 recurrent state 32 v-heads x 128 x 128, plus the bf16 conv window
+    # (2 x 16 x 128 + 32 x 128 channels x 3 taps): 51,511,296 bytes over 24 layers.
+    assert spec.linear_state_bytes == 24 * (32 * 128 * 128 * 4 + (2 * 16 * 128 + 32 * 128) * 3 * 2)
+    grows = spec.kv_cache_bytes(2048, "bf16") - spec.kv_cache_bytes(1024, "bf16")
+    assert grows == 1024 * spec.kv_cache_bytes_per_token("bf16")
+    assert spec.kv_cache_bytes(1, "bf16") > spec.linear_state_bytes
+
+
+def _qwen35_9b_mtp_params() -> int:
+    # One MTP depth: fc (2h -> h), two pre-fc RMSNorms, one gated full-attention decoder layer
+    # with the dense MLP, and its output norm (h 4096, 16 x 256 q heads + gate, 4 x 256 kv).
+    h, q, kv, ffn = 4096, 16 * 256, 4 * 256, 12288
+    layer = h * 2 * q + 2 * h * kv + q * h + 2 * 256 + 3 * h * ffn + 2 * h
+    return 2 * h * h + 2 * h + layer + h
+
+
+def _qwen35_9b_vision_params() -> int:
+    # Qwen3-VL vision tower: Conv3d patch embedding (3 x 2 x 16 x 16, bias), learned positions,
+    # 27 pre-LN blocks (biased qkv/proj, 2-matrix MLP), and the patch merger (LayerNorm, then
+    # 4 x 1152 -> 4608 -> 4096 with biases).
+    d, ffn, merged = 1152, 4304, 4 * 1152
+    embed = 3 * 2 * 16 * 16 * d + d + 2304 * d
+    block = 4 * d + (d * 3 * d + 3 * d) + (d * d + d) + (d * ffn + ffn) + (ffn * d + d)
+    merger = 2 * d + (merged * merged + merged) + (merged * 4096 + 4096)
+    return embed + 27 * block + merger
+
+
+def test_qwen35_9b_text_count_rebuilds_the_checkpoint_total() -> None:
+    # model.safetensors.index.json total_size 19,306,216,416 bytes, all bf16 but a few fp32
+    # vectors: 9,653,108,208 parameters = language model + MTP layer + vision tower.
+    checkpoint = 19_306_216_416 // 2
+    text = load_model("qwen3.5-9b").params_total
+    rebuilt = text + _qwen35_9b_mtp_params() + _qwen35_9b_vision_params()
+    assert abs(rebuilt - checkpoint) <= 1e-5 * checkpoint

@@ -14,8 +14,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from rigwise.errors import CatalogError
 
 _PACKAGE = "rigwise.catalog"
@@ -63,6 +61,8 @@ def read_csv(name: str, *, require_source: bool = True) -> tuple[dict[str, str],
 
 @functools.cache
 def _read_yaml_cached(name: str) -> Any:
+    import yaml  # only where a YAML data file is read (a cached catalog needs none)
+
     try:
         return yaml.safe_load(_read_text(name))
     except yaml.YAMLError as exc:

@@ -40,6 +40,37 @@ COMMANDS: dict[str, str] = {
 }
 
 
+# command name -> the first paragraph of its help, for `rigwise --help` without importing every
+# command (tests/cli/test_registration.py checks that each equals the command's own help).
+SUMMARIES: dict[str, str] = {
+    "gpus": "Compare accelerators: memory, bandwidth, dense TFLOPS, power, price and value per $"
+    " and W.",
+    "gpu": "One accelerator with every field and its sources.",
+    "model": "Architecture, exact parameter counts, weight bytes per format and KV-cache size.",
+    "models": "The model catalog: names, architectures and exact parameter counts.",
+    "infer": "Will MODEL run on the hardware, and how fast? Exit 1 when it does not fit.",
+    "fit": "Which catalog models run on the hardware: best quant, largest context, speed, lever.",
+    "prices": "Your own dated prices (new, used, rent) for GPUs and parts; builds use them first.",
+    "train": "Plan a training or fine-tuning run of MODEL on hardware: memory per GPU, step time,"
+    " throughput, MFU, time to train, GPU-hours, energy and cost; --search finds the layout.",
+    "validate": "Check rigwise's predictions against published measurements.",
+    "build": "Ranked builds (box, multi-GPU, several boxes, Apple, renting) for MODEL.",
+    "rig": "Describe a rig in YAML and check it: slots, lanes, power, connectors, circuit,"
+    " cooling.",
+    "probe": "What this machine is: CPU, RAM, GPUs (PCIe, power, NUMA, topology), disks, network,"
+    " with warnings and fixes. RIGWISE_FAKE_HARDWARE=<file> describes a fake machine instead.",
+    "bench": "Measure this machine next to the catalog's peak and rigwise's prediction, and store"
+    " the measured efficiencies for `--calibrated` plans.",
+    "monitor": "Serve GPU and host metrics for Prometheus at /metrics and show them live"
+    " (docs/grafana-dashboard.json charts them in Grafana).",
+    "grid": "Pool machines into a grid on Ray: admission, jobs, datasets, credits, leaderboard.",
+    "ui": "Serve the web UI: Compare, Run, Train, Build, My machine, Grid.",
+    "demo": "A tour: compare, read a model, plan inference and training, design a build, probe,"
+    " and a grid started, joined and stopped on this machine.",
+    "oi": "Organoid perfusion maintenance: simulate, run, alarms, calibration and experiments.",
+}
+
+
 def _available(target: str) -> bool:
     return importlib.util.find_spec(target.split(":")[0]) is not None
 
@@ -68,6 +99,20 @@ class LazyGroup(click.Group):
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return [name for name, target in COMMANDS.items() if _available(target)]
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list of ``--help`` from SUMMARIES, as click would write it from each
+        command's help, without importing every command (and its dependencies)."""
+        names = self.list_commands(ctx)
+        if not names:
+            return
+        limit = formatter.width - 6 - max(len(name) for name in names)
+        rows = [
+            (name, click.Command(name, help=SUMMARIES[name]).get_short_help_str(limit))
+            for name in names
+        ]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         target = COMMANDS.get(cmd_name)

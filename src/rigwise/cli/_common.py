@@ -137,12 +137,17 @@ def run_queries(path: str, plan: Callable[..., Any]) -> int:
     from rigwise.validate_input import open_text_lines
 
     worst = EXIT_OK
+    encode = json.JSONEncoder(separators=(",", ":")).encode
+    interactive = path == "-"  # a caller feeding stdin may wait for each answer
     for number, line in open_text_lines(path, "queries file", MAX_QUERY_LINE_CHARS):
         if line is not None and not line.strip():
             continue
-        result, code = _query_line(number, line, plan)
+        result, code = _query_line(number, line, plan)  # already plain JSON values (ASCII)
         worst = max(worst, code)
-        click.echo(json.dumps(to_jsonable(result), separators=(",", ":")))
+        sys.stdout.write(encode(result) + "\n")
+        if interactive:
+            sys.stdout.flush()
+    sys.stdout.flush()
     return worst
 
 

@@ -291,6 +291,7 @@ def _widening_rows() -> dict[tuple[str, str], float]:
 def reload_widening() -> None:
     """Read WIDENING_FILE again (after ``rigwise validate intervals --write`` rewrote it)."""
     _widening_rows.cache_clear()
+    lookup.cache_clear()
 
 
 def packaged_widening(metric: str = ANY) -> tuple[float, float]:
@@ -309,6 +310,7 @@ def _factor(name: str, metric: str, prior: float) -> float:
     return rows.get((name, metric), rows.get((name, ANY), prior))
 
 
+@functools.lru_cache(maxsize=4096)  # sweeps ask for the same few regimes thousands of times
 def lookup(regime: Regime, devices: int) -> Interval | None:
     return interval_for(
         packaged_table(),

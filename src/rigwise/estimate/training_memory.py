@@ -154,6 +154,10 @@ def state_memory(
     # when the GPU runs short and page it back for the update (Dettmers et al. 2023 Sec. 3).
     if work.offload in ("optimizer", "params") or work.paged_optimizer:
         optimizer = optimizer * 0.0
+    if work.offload in ("optimizer", "params"):
+        # ZeRO-Offload moves each gradient to the host as the backward produces it, keeping
+        # only the bucket in flight on the GPU (Ren et al. 2021 Sec. 4.1).
+        grads = np.minimum(grads, _largest_tensor_params(geo, lay) * g)
     if work.offload == "params":
         weights = np.where(lay.zero >= 3, gathered, weights)
     return weights, grads, optimizer

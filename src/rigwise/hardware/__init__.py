@@ -19,8 +19,10 @@ An absent interconnects or systems file gives an empty tuple, never an error.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rigwise.hardware.catalog import accelerator_catalog, link_catalog, system_catalog
-from rigwise.hardware.nodes import load_cluster_file, node_from_text, parse_node
+from rigwise.hardware.nodes import node_from_text, parse_node
 from rigwise.hardware.types import (
     DTYPES,
     Accelerator,
@@ -50,6 +52,13 @@ __all__ = [
     "resolve_accelerator",
     "systems",
 ]
+
+
+def load_cluster_file(path: str | Path) -> Cluster:
+    """A cluster described in YAML (format: catalog/SCHEMA.md, section "Cluster files")."""
+    from rigwise.hardware.cluster_file import load_cluster_file as load
+
+    return load(path)
 
 
 def accelerators() -> tuple[Accelerator, ...]:

@@ -15,7 +15,7 @@ from typing import Any
 
 from rigwise.errors import ModelFormatError
 from rigwise.models.arch_gpt import GPT_FAMILY
-from rigwise.models.arch_types import Arch, Config, MoEArch
+from rigwise.models.arch_types import Arch, Config, LinearAttention, MoEArch
 from rigwise.models.spec import MLASpec
 from rigwise.models.vision import vision_params
 
@@ -231,6 +231,44 @@ def _read_minimax_m2(c: Config) -> Arch:
     )
 
 
+def _read_qwen3_next(c: Config) -> Arch:
+    # transformers Qwen3Next / Qwen3.5: hybrid layers. Full-attention layers (layer_types, else
+    # every full_attention_interval-th) are gated attention: q_proj emits query and an output
+    # gate, q/k RMSNorm. The others are gated DeltaNet (linear attention with a fixed-size
+    # state). MLPs are qwen2_moe-style MoE (one shared expert with a sigmoid gate) when the
+    # config has experts (Qwen3-Next, Qwen3.5 MoE), else dense (Qwen3.5 dense sizes).
+    model_type = str(c.req("model_type"))
+    arch = replace(_llama_like(c, model_type), qk_norm=True, attn_output_gate=True)
+    interval = int(c.get("full_attention_interval", 4))
+    types = c.get("layer_types", None) or [
+        "full_attention" if (i + 1) % interval == 0 else "linear_attention"
+        for i in range(arch.num_layers)
+    ]
+    linear = LinearAttention(
+        layers=tuple(i for i, t in enumerate(types) if t == "linear_attention"),
+        num_key_heads=int(c.req("linear_num_key_heads")),
+        num_value_heads=int(c.req("linear_num_value_heads")),
+        key_head_dim=int(c.req("linear_key_head_dim")),
+        value_head_dim=int(c.req("linear_value_head_dim")),
+        conv_kernel=int(c.get("linear_conv_kernel_dim", 4)),
+        recurrent_value_bytes=4 if c.get("mamba_ssm_dtype", "") == "float32" else 2,
+    )
+    arch = replace(arch, linear_attention=linear)
+    if not c.get("num_experts", 0):
+        return arch
+    shared = int(c.get("shared_expert_intermediate_size", 0))
+    moe = MoEArch(
+        num_experts=int(c.req("num_experts")),
+        experts_per_token=int(c.req("num_experts_per_tok")),
+        expert_intermediate_size=int(c.req("moe_intermediate_size")),
+        moe_layers=_qwen_moe_layers(c, arch.num_layers),
+        num_shared_experts=1 if shared else 0,
+        shared_intermediate_size=shared,
+        shared_expert_gate=bool(shared),
+    )
+    return replace(arch, moe=moe)
+
+
 def _read_gpt_oss(c: Config) -> Arch:
     arch = replace(_llama_like(c, "gpt_oss"), attention_sinks=True)
     arch = replace(arch, qkv_bias=bool(c.get("attention_bias", True)), o_bias=True)
@@ -291,6 +329,11 @@ _LLAMA_FAMILY: dict[str, Callable[[Config], Arch]] = {
     "kimi_k2": _read_deepseek,  # Kimi K2 uses DeepseekV3ForCausalLM with its own model_type
     "glm4_moe": _read_glm4_moe,
     "minimax_m2": _read_minimax_m2,
+    "qwen3_next": _read_qwen3_next,
+    "qwen3_5": _read_qwen3_next,
+    "qwen3_5_text": _read_qwen3_next,
+    "qwen3_5_moe": _read_qwen3_next,
+    "qwen3_5_moe_text": _read_qwen3_next,
     "gpt_oss": _read_gpt_oss,
     "llama4": _read_llama4,
     "llama4_text": _read_llama4,
@@ -303,7 +346,7 @@ def readers() -> dict[str, Callable[[Config], Arch]]:
     return {**_LLAMA_FAMILY, **GPT_FAMILY}
 
 
-_NESTED_TEXT = ("gemma3", "llama4", "mistral3", "llava")
+_NESTED_TEXT = ("gemma3", "llama4", "mistral3", "llava", "qwen3_5", "qwen3_5_moe")
 _LLAMA_KEYS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")
 
 

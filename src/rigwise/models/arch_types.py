@@ -28,6 +28,33 @@ class MoEArch:
 
 
 @dataclass(frozen=True)
+class LinearAttention:
+    """Gated DeltaNet layers (Qwen3-Next, Qwen3.5): a fixed-size state instead of a KV cache."""
+
+    layers: tuple[int, ...]  # indices of the linear-attention layers
+    num_key_heads: int
+    num_value_heads: int
+    key_head_dim: int
+    value_head_dim: int
+    conv_kernel: int
+    recurrent_value_bytes: int = 2  # 4 where the config keeps the state in fp32 (Qwen3.5)
+
+    @property
+    def conv_dim(self) -> int:
+        """Channels of the causal depthwise convolution over q, k and v."""
+        return (
+            2 * self.num_key_heads * self.key_head_dim + self.num_value_heads * self.value_head_dim
+        )
+
+    def state_bytes(self) -> int:
+        """Per sequence, all layers: recurrent state (v heads x dk x dv) in its dtype + the conv
+        window (conv_dim x (kernel - 1)) in the model dtype (2 bytes)."""
+        recurrent = self.num_value_heads * self.key_head_dim * self.value_head_dim
+        conv = self.conv_dim * (self.conv_kernel - 1)
+        return len(self.layers) * (recurrent * self.recurrent_value_bytes + 2 * conv)
+
+
+@dataclass(frozen=True)
 class Arch:
     model_type: str
     num_layers: int
@@ -50,6 +77,8 @@ class Arch:
     learned_positions: int = 0
     attention_sinks: bool = False  # gpt-oss: one learned sink logit per head
     lm_head_bias: bool = False  # phi: the output head Linear has a bias
+    attn_output_gate: bool = False  # qwen3_next: q_proj also emits a per-head output gate
+    linear_attention: LinearAttention | None = None  # gated DeltaNet layers (qwen3_next)
     moe: MoEArch | None = None
     mla: MLASpec | None = None
     sliding_window: int | None = None

@@ -9,6 +9,7 @@ from rigwise.models.spec import ModelSpec, MoESpec
 
 def spec_from_arch(arch: Arch, name: str, source: str, notes: tuple[str, ...] = ()) -> ModelSpec:
     counts = count_params(arch)
+    linear = arch.linear_attention
     moe = None
     if arch.moe is not None:
         moe = MoESpec(
@@ -48,5 +49,7 @@ def spec_from_arch(arch: Arch, name: str, source: str, notes: tuple[str, ...] = 
         params_mtp=counts.mtp,
         params_vision=arch.vision_params,
         params_breakdown=counts.parts,
+        linear_attention_layers=0 if linear is None else len(linear.layers),
+        linear_state_bytes=0.0 if linear is None else float(linear.state_bytes()),
         notes=(*arch.notes, *notes),
     )

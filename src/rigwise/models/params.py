@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from rigwise.models.arch import Arch, MoEArch
+from rigwise.models.arch_types import LinearAttention
 
 
 @dataclass(frozen=True)
@@ -32,16 +33,33 @@ def _norm(arch: Arch) -> int:
     return arch.hidden_size * (2 if arch.norm_bias else 1)
 
 
-def _attention(arch: Arch) -> tuple[int, int]:
-    """(matrix weights, 1-D weights) of one attention block."""
+def _attention(arch: Arch, index: int) -> tuple[int, int]:
+    """(matrix weights, 1-D weights) of the attention (or linear-attention) block of a layer."""
     h, hd = arch.hidden_size, arch.head_dim
     if arch.mla is not None:
         return _mla(arch)
+    linear = arch.linear_attention
+    if linear is not None and index in linear.layers:
+        return _gated_deltanet(arch, linear)
     q, kv = arch.num_attention_heads * hd, arch.num_kv_heads * hd
-    matrices = h * q + 2 * h * kv + q * h
+    matrices = h * q * (2 if arch.attn_output_gate else 1) + 2 * h * kv + q * h
     vectors = (q + 2 * kv) * arch.qkv_bias + h * arch.o_bias
     qk_norm_width = q + kv if arch.qk_norm_full else 2 * hd
     vectors += qk_norm_width * arch.qk_norm + arch.num_attention_heads * arch.attention_sinks
+    return matrices, vectors
+
+
+def _gated_deltanet(arch: Arch, linear: LinearAttention) -> tuple[int, int]:
+    # transformers Qwen3NextGatedDeltaNet: in_proj_qkvz (h -> 2 key_dim + 2 value_dim),
+    # in_proj_ba (h -> 2 v heads), a depthwise conv1d over q/k/v (conv_dim x kernel, no bias),
+    # dt_bias and A_log per v head, a gated RMSNorm of value_head_dim, out_proj (value_dim -> h).
+    h = arch.hidden_size
+    key_dim = linear.num_key_heads * linear.key_head_dim
+    value_dim = linear.num_value_heads * linear.value_head_dim
+    matrices = h * (2 * key_dim + 2 * value_dim) + h * 2 * linear.num_value_heads
+    matrices += value_dim * h
+    vectors = linear.conv_dim * linear.conv_kernel + 2 * linear.num_value_heads
+    vectors += linear.value_head_dim
     return matrices, vectors
 
 
@@ -83,7 +101,7 @@ def _moe_fixed(arch: Arch, moe: MoEArch) -> tuple[int, int]:
 
 def _layer(arch: Arch, index: int) -> tuple[int, int, int]:
     """(always-active params, routed-expert params, 1-D params) of layer ``index``."""
-    attn, attn_vec = _attention(arch)
+    attn, attn_vec = _attention(arch, index)
     norms = arch.norms_per_layer * _norm(arch)
     moe = arch.moe
     if moe is not None and index in moe.moe_layers:

@@ -77,6 +77,8 @@ class ModelSpec:
     params_mtp: int = 0  # DeepSeek multi-token-prediction module, not part of params_total
     params_vision: int = 0  # vision tower + projector of a multimodal config, not in params_total
     params_breakdown: tuple[tuple[str, int], ...] = ()  # named parts that sum to params_total
+    linear_attention_layers: int = 0  # gated DeltaNet layers: no KV cache, a fixed-size state
+    linear_state_bytes: float = 0.0  # that state per sequence, all such layers (model dtype)
     notes: tuple[str, ...] = field(default=())
 
     # ---- weights -------------------------------------------------------------------------
@@ -142,7 +144,8 @@ class ModelSpec:
     def kv_cache_bytes_per_token(self, cache_dtype: str = "fp16") -> float:
         """KV bytes per token of context with every layer caching it (no window cap)."""
         bytes_per_value = kv_cache_format(cache_dtype).bits_per_weight / 8.0
-        return self.num_layers * self.kv_elements_per_token_per_layer() * bytes_per_value
+        layers = self.num_layers - self.linear_attention_layers
+        return layers * self.kv_elements_per_token_per_layer() * bytes_per_value
 
     def kv_cache_bytes(self, context_tokens: int, cache_dtype: str = "fp16") -> float:
         """KV bytes for one sequence of ``context_tokens``; windowed layers cap at the window."""
@@ -151,11 +154,12 @@ class ModelSpec:
             * kv_cache_format(cache_dtype).bits_per_weight
             / 8.0
         )
-        return per_layer_token * self._cached_tokens_over_layers(context_tokens)
+        cached = per_layer_token * self._cached_tokens_over_layers(context_tokens)
+        return cached + self.linear_state_bytes  # linear-attention state: same at any length
 
     def _cached_tokens_over_layers(self, context_tokens: int) -> int:
         windowed = self.sliding_window_layers if self.sliding_window else 0
-        full = self.num_layers - windowed
+        full = self.num_layers - windowed - self.linear_attention_layers
         window_tokens = min(context_tokens, self.sliding_window or context_tokens)
         return full * context_tokens + windowed * window_tokens
 
@@ -219,6 +223,8 @@ class ModelSpec:
             "max_context": self.max_context,
             "sliding_window": self.sliding_window,
             "sliding_window_layers": self.sliding_window_layers,
+            "linear_attention_layers": self.linear_attention_layers,
+            "linear_state_bytes": self.linear_state_bytes,
             "moe": self.moe.to_dict() if self.moe else None,
             "mla": None if self.mla is None else vars(self.mla).copy(),
             "kv_cache_bytes_per_token": {d: self.kv_cache_bytes_per_token(d) for d in cache_dtypes},

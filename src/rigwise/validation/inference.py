@@ -41,6 +41,7 @@ _SOURCE_LABELS = {
     "xiongjiedai": "XiongjieDai llama.cpp",
     "tensorrt_llm": "TensorRT-LLM",
     "vllm_public_serving": "vLLM public serving posts",
+    "transformers_public": "transformers public runs",
 }
 
 

@@ -46,6 +46,7 @@ def _plan(row: Mapping[str, str]) -> Any:
         zero=int(row["zero"]),
         recompute=row["recompute"],
         offload=row.get("offload") or "none",
+        precision=row.get("precision") or "bf16",
         pure_bf16=row["pure_bf16"] == "1",
         paged_optimizer=row["paged_optimizer"] == "1",
         lora_rank=int(row["lora_rank"]),

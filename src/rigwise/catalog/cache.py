@@ -1,0 +1,108 @@
+"""A disk cache of tables built from the packaged data files, so a command starts fast.
+
+Parsing and validating the hardware catalog (pydantic rows, YAML, the name tables) costs a few
+hundred milliseconds; a command that plans one thing should not pay that every time. The built
+tables are pickled in the user's cache folder under a key that is the SHA-256 of the bytes of
+every file they were built from (the data files *and* the source files of the code that builds
+them), plus the Python and rigwise versions. The data files stay the single source of truth: any
+change to one of them (or to the builder) is a new key, and the table is built from the files.
+
+Safe fallbacks: an unreadable, corrupt or foreign cache file is ignored; an unwritable cache
+folder just means no cache. ``RIGWISE_NO_CACHE=1`` turns the cache off (the slow path, used by
+the test that compares both), ``RIGWISE_CACHE_DIR`` moves it. A cache file is only read when it
+belongs to the current user and no one else may write it (pickle runs code on load).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import sys
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
+
+_FORMAT = 1  # bump when the layout of the cache files changes
+
+
+def cache_folder() -> Path | None:
+    """``$RIGWISE_CACHE_DIR``, else ``$XDG_CACHE_HOME/rigwise``, else ``~/.cache/rigwise``;
+    None when the cache is off (``RIGWISE_NO_CACHE``) or no home folder is known."""
+    if os.environ.get("RIGWISE_NO_CACHE"):
+        return None
+    explicit = os.environ.get("RIGWISE_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME")
+    if base:
+        return Path(base) / "rigwise"
+    try:
+        return Path.home() / ".cache" / "rigwise"
+    except RuntimeError:  # no home folder (some service accounts)
+        return None
+
+
+def content_key(name: str, files: Iterable[Path]) -> str:
+    """SHA-256 of the files' bytes (in the given order) with the Python and cache versions."""
+    digest = hashlib.sha256(f"{name}|{_FORMAT}|{sys.version}".encode())
+    for path in files:
+        digest.update(path.name.encode())
+        digest.update(b"\0")
+        digest.update(path.read_bytes())
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def _trusted(path: Path) -> bool:
+    """Our own file that nobody else may rewrite (a pickle runs code when loaded)."""
+    info = path.stat()
+    owner_ok = not hasattr(os, "getuid") or info.st_uid == os.getuid()
+    return owner_ok and not info.st_mode & 0o022
+
+
+def cached_build(name: str, files: Iterable[Path], build: Callable[[], T]) -> T:
+    """``build()``, or the pickle of an earlier ``build()`` from the same ``files``' bytes.
+
+    Any failure of the cache itself (missing file, unreadable folder, corrupt pickle, a class
+    that moved) falls back to ``build()``; errors of ``build()`` itself propagate unchanged.
+    """
+    folder = cache_folder()
+    if folder is None:
+        return build()
+    try:
+        path = folder / f"{name}-{content_key(name, files)}.pickle"
+    except OSError:
+        return build()
+    try:
+        if _trusted(path):
+            with path.open("rb") as handle:
+                value: T = pickle.load(handle)
+            return value
+    except Exception:  # any broken cache entry means: build it again
+        pass
+    value = build()
+    _store(folder, path, value)
+    return value
+
+
+def _store(folder: Path, path: Path, value: object) -> None:
+    """Write atomically (temp file + rename); give up silently where the folder is not ours."""
+    import tempfile  # only when writing (a cache hit needs none)
+
+    name = path.name.rsplit("-", 1)[0]
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        for old in folder.glob(f"{name}-{'?' * 64}.pickle"):
+            old.unlink(missing_ok=True)  # tables built from earlier versions of the files
+        handle, temp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".pickle")
+    except OSError:  # unwritable: run without a cache
+        return
+    try:
+        with os.fdopen(handle, "wb") as out:
+            pickle.dump(value, out, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(temp, path)
+    except Exception:  # full disk, unpicklable value: run without a cache
+        Path(temp).unlink(missing_ok=True)
