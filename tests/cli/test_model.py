@@ -51,6 +51,16 @@ def test_moe_model_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert data["params_active"] < data["params_total"] / 5
 
 
+def test_hybrid_model_shows_its_linear_attention_state(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "model", "qwen3-next-80b-a3b", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["linear_attention_layers"] == 36
+    # 12 full-attention layers cache K and V (2 KV heads x 256); 36 DeltaNet layers do not.
+    assert data["kv_cache_bytes_per_token"]["bf16"] == 12 * 2 * 2 * 256 * 2
+    code, out, _ = _run(capsys, "model", "qwen3-next-80b-a3b")
+    assert code == 0 and "36 of 48 layers (no KV cache)" in out
+
+
 def test_model_table_reads_in_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = _run(capsys, "model", "Llama 3.1 70B Instruct")
     assert code == 0

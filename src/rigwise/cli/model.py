@@ -87,6 +87,10 @@ def _arch_rows(r: dict[str, Any], count: Any) -> list[tuple[str, str]]:
         rows.append(
             ("sliding window", f"{r['sliding_window']} on {r['sliding_window_layers']} layers")
         )
+    if r["linear_attention_layers"]:
+        state = f"{r['linear_state_bytes'] / 1e6:,.1f} MB fixed state per sequence"
+        layers = f"{r['linear_attention_layers']} of {r['layers']} layers (no KV cache)"
+        rows.append(("linear attention", f"{layers}, {state}"))
     if r["moe"]:
         m = r["moe"]
         experts = f"{m['experts_per_token']} of {m['num_experts']} routed"
