@@ -33,6 +33,7 @@ class TrainingFactors:
     matmul_efficiency_fp8: float
     matmul_efficiency_fp8_rowwise: float
     gemm_half_dim: float
+    float8_cast_bytes_per_element: float
     attention_efficiency_flash: float
     attention_efficiency_standard: float
     memory_bandwidth_efficiency: float
