@@ -41,12 +41,18 @@ def test_a_second_build_from_the_same_bytes_is_read_from_the_cache(
     assert len(list(folder.glob("t-*.pickle"))) == 1
 
 
-def test_changed_bytes_are_a_new_key_and_the_old_entry_goes(folder: Path, tmp_path: Path) -> None:
+def test_changed_bytes_are_a_new_key_and_old_entries_are_pruned(
+    folder: Path, tmp_path: Path
+) -> None:
     source = _source(tmp_path, "a,b\n1,2\n")
     assert cached_build("t", [source], lambda: 1) == 1
     source.write_text("a,b\n1,3\n", encoding="utf-8")
     assert cached_build("t", [source], lambda: 2) == 2
-    assert [p.name.startswith("t-") for p in folder.glob("*.pickle")] == [True]
+    assert cached_build("t", [source], lambda: 3) == 2  # the new bytes' entry
+    for version in range(cache.KEEP + 3):
+        source.write_text(f"a,b\n1,{version + 10}\n", encoding="utf-8")
+        assert cached_build("t", [source], lambda v=version: v) == version
+    assert len(list(folder.glob("t-*.pickle"))) == cache.KEEP
 
 
 def test_a_corrupt_cache_file_is_rebuilt(folder: Path, tmp_path: Path) -> None:

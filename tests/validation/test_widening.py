@@ -87,3 +87,15 @@ def test_ttft_and_tpot_say_whether_they_have_regimes_of_their_own() -> None:
     assert found["ttft"]["own_regimes"] is False and found["ttft"]["range_from"] == "prefill"
     many = [Comparison("s", "tpot", f"x{i}", 1.0, 1.1, group=f"d{i % 2}") for i in range(12)]
     assert latency_regimes(many)["tpot"]["own_regimes"] is True
+
+
+def test_devices_unlike_their_neighbours_widen_every_range_of_the_metric() -> None:
+    # six devices of one class; held out one at a time, two of them sit 0.15 off the others'
+    # +-5 % range: the device factor grows until 80 % of the held-out rows are inside
+    alike = [_row(GDDR, f"g{d}", i, 0.0) for d in range(6) for i in range(10)]
+    unlike = [_row(GDDR, f"g{d}", i, 0.15 if d < 2 else 0.0) for d in range(6) for i in range(10)]
+    device = next(f for f in calibrate(alike) if f.factor == "device" and f.metric == "*")
+    assert device.value == pytest.approx(1.0) and device.cases == 60
+    wide = next(f for f in calibrate(unlike) if f.factor == "device" and f.metric == "*")
+    assert wide.value > 1.05 and wide.covered_chosen / wide.cases >= 0.8
+    assert wide.covered_unwidened / wide.cases < 0.8

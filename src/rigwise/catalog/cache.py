@@ -26,6 +26,7 @@ from typing import TypeVar
 T = TypeVar("T")
 
 _FORMAT = 1  # bump when the layout of the cache files changes
+KEEP = 8  # entries kept per table: several checkouts or versions side by side do not thrash
 
 
 def cache_folder() -> Path | None:
@@ -95,8 +96,7 @@ def _store(folder: Path, path: Path, value: object) -> None:
     name = path.name.rsplit("-", 1)[0]
     try:
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        for old in folder.glob(f"{name}-{'?' * 64}.pickle"):
-            old.unlink(missing_ok=True)  # tables built from earlier versions of the files
+        _prune(folder, name)
         handle, temp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".pickle")
     except OSError:  # unwritable: run without a cache
         return
@@ -106,3 +106,15 @@ def _store(folder: Path, path: Path, value: object) -> None:
         os.replace(temp, path)
     except Exception:  # full disk, unpicklable value: run without a cache
         Path(temp).unlink(missing_ok=True)
+
+
+def _prune(folder: Path, name: str) -> None:
+    """Remove all but the KEEP - 1 newest entries of ``name`` (a new one is about to be written)."""
+    entries = []
+    for path in folder.glob(f"{name}-{'?' * 64}.pickle"):
+        try:
+            entries.append((path.stat().st_mtime, path))
+        except OSError:
+            continue
+    for _, old in sorted(entries, reverse=True)[KEEP - 1 :]:
+        old.unlink(missing_ok=True)

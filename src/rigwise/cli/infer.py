@@ -141,15 +141,17 @@ def _rate(value: float | None, section: dict[str, Any] | None = None, name: str 
     """``16.4 tok/s (14.9-17.6)``: the value and, when the plan has one, its P10-P90 range."""
     if value is None:
         return "-"
+    from rigwise.estimate.plan_intervals import interval_text
+
     bounds = (section or {}).get(f"{name}_interval")
-    return f"{value:,.1f} tok/s" + (f" ({bounds[0]:,.1f}-{bounds[1]:,.1f})" if bounds else "")
+    return f"{value:,.1f} tok/s" + interval_text(bounds, value=value)
 
 
 def _seconds(value: float, bounds: list[float] | None) -> str:
+    from rigwise.estimate.plan_intervals import interval_text
     from rigwise.units import format_seconds
 
-    ranged = f" ({format_seconds(bounds[0])}-{format_seconds(bounds[1])})" if bounds else ""
-    return format_seconds(value) + ranged
+    return format_seconds(value) + interval_text(bounds, format_seconds, value, time=True)
 
 
 def _latency_line(latency: Any) -> str:
@@ -247,6 +249,12 @@ def _print_ranges(out: Any, intervals: dict[str, Any] | None) -> None:
     notes = dict.fromkeys(n for entry in intervals.values() for n in entry["notes"])
     for note in notes:
         out.print(f"  range widened: {note}")
+    sides: dict[str, list[str]] = {}
+    for quantity, entry in intervals.items():
+        if entry.get("interval_note"):
+            sides.setdefault(entry["interval_note"], []).append(quantity)
+    for note, quantities in sides.items():
+        out.print(f"  {', '.join(quantities)}: {note}")
 
 
 __all__ = ["EXIT_BAD_INPUT", "infer", "render", "run_queries"]

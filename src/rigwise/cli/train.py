@@ -291,9 +291,11 @@ def _render(plan: Any) -> None:
             "ranges: P10-P90 of what comparable independent runs gave "
             + "(`rigwise validate intervals`)"
         )
-        for entry in data["intervals"].values():
+        for quantity, entry in data["intervals"].items():
             for note in entry["notes"]:
                 echo(f"  range widened: {note}")
+            if entry.get("interval_note"):
+                echo(f"  {quantity}: {entry['interval_note']}")
 
 
 def _range(bounds: list[float] | None, fmt: Any) -> str:

@@ -9,8 +9,15 @@ engine (no validated rows like it), or runs on more devices than any validated r
 is widened and a note says so. Rates (tokens/s) scale by ``exp(q)``; times (seconds) by
 ``exp(-q)``; everything here is pure and cheap (the table is read once).
 
-Quantiles are split-conformal: with n residuals the range spans the floor((n+1)/10)-th to the
-ceil(9(n+1)/10)-th smallest, which covers a new exchangeable row with probability >= 80 %.
+Quantiles are split-conformal with every *device* weighing the same: a row of a device with
+n_g rows of a pool of G devices weighs 1/(G n_g) (a new plan is most often on a device, or from
+a setup, the rows have not seen; errors within one device are correlated), and the P90 is the
+smallest residual whose cumulative weight reaches 0.9 (1 + 1/n_eff), n_eff = 1 / sum(w^2) the
+effective number of rows (the (n+1)/n finite-sample level of split conformal; the P10 mirrors
+it). With one row per device this is the usual rank rule: the floor((n+1)/10)-th to the
+ceil(9(n+1)/10)-th smallest. Held-out by device, those ranges still cover a new device's rows
+less than 80 % when a pool has few devices; the *device* factor (calibrated like the widening
+factors, ``validation/widening.py``) widens every range of a metric by what that takes.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ MIN_GROUPS = 2  # ... from this many groups (devices; errors are correlated with
 # WIDENING_FILE (validation/intervals.py says how).
 WIDEN_UNSEEN = 1.5
 WIDEN_SCALE = 1.25
+WIDEN_DEVICE = 1.0  # every range of a metric, for a device the rows have not seen (see above)
 WIDENING_FILE = "prediction_interval_widening.csv"
 ANY = "*"
 FIELDS = ("metric", "engine", "device_class", "precision", "scale")
@@ -90,6 +98,15 @@ class Interval:
     def time(self, value: float) -> list[float]:
         return [value / self.high_factor, value / self.low_factor]
 
+    @property
+    def bias(self) -> str | None:
+        """'faster' / 'slower' when the whole range lies on one side of the estimate: the rows
+        of this regime measured faster (slower) than rigwise predicts. The estimate is kept (it
+        is never corrected with independent rows, which would make them fit rows)."""
+        if self.low_factor > 1.0:
+            return "faster"
+        return "slower" if self.high_factor < 1.0 else None
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "regime": self.regime,
@@ -97,7 +114,16 @@ class Interval:
             "rows": self.rows,
             "widened": self.widened,
             "notes": list(self.notes),
+            "bias": self.bias,
+            "interval_note": BIAS_NOTES.get(self.bias or ""),
         }
+
+
+BIAS_NOTES = {
+    side: f"measurements on similar rigs ran {side} than this estimate (the whole range is "
+    f"{where} it); the estimate is kept, not corrected by them"
+    for side, where in (("faster", "above"), ("slower", "below"))
+}
 
 
 def precision_class(quant: str) -> str:
@@ -119,13 +145,39 @@ def scale_class(devices: int) -> str:
     return "9-256" if devices <= 256 else ">256"
 
 
+def _upper(weighted: Sequence[tuple[float, float]], level: float) -> float:
+    """Smallest value whose cumulative weight reaches ``level`` (the largest if none does)."""
+    total = 0.0
+    for value, weight in weighted:
+        total += weight
+        if total >= level - 1e-12:
+            return value
+    return weighted[-1][0]
+
+
+def group_bounds(residuals: Sequence[float], groups: Sequence[str]) -> tuple[float, float]:
+    """(q10, q90) of log residuals, every group (device) weighing the same (module docstring)."""
+    sizes: dict[str, int] = {}
+    for group in groups:
+        sizes[group] = sizes.get(group, 0) + 1
+    weights = [1.0 / (len(sizes) * sizes[g]) for g in groups]
+    n_eff = 1.0 / sum(w * w for w in weights)
+    level = min(0.9 * (1.0 + 1.0 / n_eff), 1.0)
+    up = sorted(zip(residuals, weights, strict=True))
+    down = sorted((-r, w) for r, w in zip(residuals, weights, strict=True))
+    return -_upper(down, level), _upper(up, level)
+
+
 def conformal_bounds(residuals: Sequence[float]) -> tuple[float, float]:
-    """(q10, q90) of log residuals by split-conformal ranks (see the module docstring)."""
-    ordered = sorted(residuals)
-    n = len(ordered)
-    low = max(math.floor((n + 1) * 0.1), 1)
-    high = min(math.ceil((n + 1) * 0.9), n)
-    return ordered[low - 1], ordered[high - 1]
+    """(q10, q90) by split-conformal ranks: ``group_bounds`` with one row per group."""
+    return group_bounds(residuals, [str(i) for i in range(len(residuals))])
+
+
+@functools.lru_cache(maxsize=4096)
+def level_keys(regime: Regime) -> tuple[str, ...]:
+    """The keys of ``regime`` at every back-off level (cached: held-out coverage rebuilds the
+    table hundreds of times from the same few dozen regimes)."""
+    return tuple(regime.without(dropped).key() for dropped in LEVELS)
 
 
 def build_table(
@@ -138,13 +190,13 @@ def build_table(
     """
     pools: dict[str, list[tuple[Regime, float, str, int, str]]] = {}
     for row in rows:
-        for dropped in LEVELS:
-            pools.setdefault(row[0].without(dropped).key(), []).append(row)
+        for key in level_keys(row[0]):
+            pools.setdefault(key, []).append(row)
     table: dict[str, RegimeRange] = {}
     for key, pool in pools.items():
         if len(pool) < MIN_ROWS or len({r[2] for r in pool}) < MIN_GROUPS:
             continue
-        q10, q90 = conformal_bounds([r[1] for r in pool])
+        q10, q90 = group_bounds([r[1] for r in pool], [r[2] for r in pool])
         table[key] = RegimeRange(
             regime=Regime(*key.split("|")),
             rows=len(pool),
@@ -163,14 +215,16 @@ def interval_for(
     devices: int,
     widen_unseen: float = WIDEN_UNSEEN,
     widen_scale: float = WIDEN_SCALE,
+    widen_device: float = WIDEN_DEVICE,
 ) -> Interval | None:
-    """The range of the most specific regime with rows, widened where the plan is unlike them."""
+    """The range of the most specific regime with rows, widened where the plan is unlike them
+    (``widen_device``, the calibration for a device not in the rows, applies to every range)."""
     for dropped in LEVELS:
         found = table.get(regime.without(dropped).key())
         if found is None:
             continue
         notes: list[str] = []
-        width = 1.0
+        width = widen_device
         unseen = [name for name in dropped if name in _UNSEEN]
         if unseen:
             width *= widen_unseen
@@ -194,7 +248,7 @@ def interval_for(
             regime=regime.key(),
             basis=found.regime.key(),
             rows=found.rows,
-            widened=width > 1.0,
+            widened=bool(unseen) or beyond,
             notes=tuple(notes),
             unseen=bool(unseen),
             beyond_scale=beyond,
@@ -243,14 +297,25 @@ def reload_widening() -> None:
 def packaged_widening(metric: str = ANY) -> tuple[float, float]:
     """(unseen, scale) factors calibrated on held-out coverage for ``metric`` (its own row, else
     the pooled one); the priors WIDEN_UNSEEN / WIDEN_SCALE where the file has neither."""
+    return _factor("unseen", metric, WIDEN_UNSEEN), _factor("scale", metric, WIDEN_SCALE)
+
+
+def packaged_device_factor(metric: str = ANY) -> float:
+    """The calibrated width factor of every ``metric`` range (WIDEN_DEVICE where none)."""
+    return _factor("device", metric, WIDEN_DEVICE)
+
+
+def _factor(name: str, metric: str, prior: float) -> float:
     rows = _widening_rows()
-
-    def one(name: str, prior: float) -> float:
-        return rows.get((name, metric), rows.get((name, ANY), prior))
-
-    return one("unseen", WIDEN_UNSEEN), one("scale", WIDEN_SCALE)
+    return rows.get((name, metric), rows.get((name, ANY), prior))
 
 
 @functools.lru_cache(maxsize=4096)  # sweeps ask for the same few regimes thousands of times
 def lookup(regime: Regime, devices: int) -> Interval | None:
-    return interval_for(packaged_table(), regime, devices, *packaged_widening(regime.metric))
+    return interval_for(
+        packaged_table(),
+        regime,
+        devices,
+        *packaged_widening(regime.metric),
+        packaged_device_factor(regime.metric),
+    )

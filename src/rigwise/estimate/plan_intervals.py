@@ -9,6 +9,7 @@ ranges come from ``estimate/intervals.py`` (a table computed by ``rigwise valida
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 from rigwise.estimate.intervals import (
@@ -161,8 +162,20 @@ def add_training_intervals(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-def interval_text(bounds: list[float] | None, fmt: str = "{:,.1f}") -> str:
-    """`` (14.9-17.6)`` for text output; empty when there is no range."""
+def interval_text(
+    bounds: list[float] | None,
+    fmt: str | Callable[[float], str] = "{:,.1f}",
+    value: float | None = None,
+    time: bool = False,
+) -> str:
+    """`` (14.9-17.6)`` for text output; empty when there is no range. With the ``value`` it
+    ranges, a range wholly on one side says so: `` (16.9-20.2: similar rigs ran faster)``
+    (``time``: a range below a time is faster)."""
     if not bounds:
         return ""
-    return f" ({fmt.format(bounds[0])}-{fmt.format(bounds[1])})"
+    show = fmt.format if isinstance(fmt, str) else fmt
+    side = ""
+    if value is not None and (bounds[0] > value or bounds[1] < value):
+        faster = (bounds[0] > value) != time
+        side = f": similar rigs ran {'faster' if faster else 'slower'}"
+    return f" ({show(bounds[0])}-{show(bounds[1])}{side})"

@@ -347,7 +347,7 @@ def validate_inference(
             skips.append("no prediction for this metric")
             continue
         comparisons.append(_comparison(m, plan, predicted, m.measured))
-    from rigwise.validation.intervals import annotate
+    from rigwise.validation.coverage import annotate
 
     comparisons = annotate(comparisons)
     predicted_rows = len(comparisons) + ooms

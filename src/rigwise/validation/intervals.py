@@ -5,10 +5,8 @@ rows, and computes per regime the split-conformal P10-P90 of ``ln(measured / pre
 (``estimate/intervals.py``). ``--write`` stores that table in
 ``catalog/data/prediction_intervals.csv`` with its provenance, so plans pay nothing at run time.
 
-Coverage is held out by hardware: for each device (group) the table is rebuilt without that
-device's rows and its rows are checked against the range a plan would get (back-off and
-widening included). A row's own measurement never sets its range. ``fit`` rows are checked
-against the full table (they never enter it, but they did set the model's factors).
+Held-out coverage (each device's rows against a table rebuilt without them, with width factors
+calibrated without its cases) is in ``validation/coverage.py``.
 Rows of 2023 llama.cpp builds stay out of the table: rigwise models current builds; their
 coverage is reported apart as out of scope.
 """
@@ -16,10 +14,8 @@ coverage is reported apart as out of scope.
 from __future__ import annotations
 
 import datetime
-import math
 import subprocess
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +26,6 @@ from rigwise.estimate.intervals import (
     Regime,
     RegimeRange,
     build_table,
-    interval_for,
-    packaged_widening,
 )
 from rigwise.validation.stats import Comparison
 
@@ -53,71 +47,6 @@ def _pool(comparisons: Sequence[Comparison]) -> list[tuple[Regime, float, str, i
 
 def table_from(comparisons: Sequence[Comparison]) -> dict[str, RegimeRange]:
     return build_table(_pool(comparisons))
-
-
-def _inside(table: dict[str, RegimeRange], c: Comparison) -> tuple[bool | None, str]:
-    regime = Regime(*c.regime.split("|"))
-    found = interval_for(table, regime, c.devices, *packaged_widening(regime.metric))
-    if found is None:
-        return None, ""
-    ratio = math.exp(c.log_residual)
-    return found.low_factor <= ratio <= found.high_factor, found.basis
-
-
-def annotate(comparisons: Sequence[Comparison]) -> list[Comparison]:
-    """Each comparison with ``inside`` set: held out by device for independent rows."""
-    full = table_from(comparisons)
-    by_group: dict[str, dict[str, RegimeRange]] = {}
-    out: list[Comparison] = []
-    for c in comparisons:
-        if not c.regime:
-            out.append(c)
-            continue
-        if c.role == "independent":
-            if c.group not in by_group:
-                by_group[c.group] = table_from([x for x in comparisons if x.group != c.group])
-            inside, _ = _inside(by_group[c.group], c)
-        else:
-            inside, _ = _inside(full, c)
-        out.append(replace(c, inside=inside))
-    return out
-
-
-@dataclass(frozen=True)
-class RegimeCoverage:
-    regime: str
-    rows: int
-    covered: int
-    in_scope: bool
-
-    @property
-    def coverage(self) -> float:
-        return self.covered / self.rows if self.rows else math.nan
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "regime": self.regime,
-            "rows": self.rows,
-            "covered": self.covered,
-            "coverage": self.coverage,
-            "in_scope": self.in_scope,
-            "within_target": abs(self.coverage - TARGET) <= 0.05 if self.rows else None,
-        }
-
-
-def coverage_by_regime(annotated: Sequence[Comparison]) -> list[RegimeCoverage]:
-    """Held-out coverage of the independent rows, per the regime a plan would be given."""
-    full = table_from(annotated)
-    groups: dict[tuple[str, bool], list[bool]] = {}
-    for c in annotated:
-        if c.role != "independent" or c.inside is None:
-            continue
-        _, basis = _inside(full, c)
-        groups.setdefault((basis or c.regime, in_scope(c)), []).append(c.inside)
-    return [
-        RegimeCoverage(regime, len(flags), sum(flags), scope)
-        for (regime, scope), flags in sorted(groups.items(), key=lambda k: (not k[0][1], k[0][0]))
-    ]
 
 
 def _commit() -> str:

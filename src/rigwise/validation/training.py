@@ -256,7 +256,7 @@ def run_cases(directory: str | Path | None = None) -> list[Comparison]:
 
 def validate_training(directory: str | Path | None = None) -> TrainingValidation:
     """Predictions against every published run in ``directory`` (packaged copies by default)."""
-    from rigwise.validation.intervals import annotate
+    from rigwise.validation.coverage import annotate
     from rigwise.validation.training_finetune import finetune_verdicts
 
     comparisons = tuple(annotate(run_cases(directory)))

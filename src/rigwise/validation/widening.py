@@ -1,25 +1,28 @@
-"""The two widening factors of the prediction ranges, calibrated on held-out coverage.
+"""The width factors of the prediction ranges, calibrated on held-out coverage.
 
-A plan whose device class or engine has no validated rows gets the range of a broader regime,
-widened; so does a plan on more than twice the devices of any row behind its range
-(``estimate/intervals.py``). The factors were guesses (x1.5, x1.25); here they are measured:
+Ranges come from the independent rows of a regime (``estimate/intervals.py``); a plan is most
+often on a device (or from a setup) those rows have not seen, and a plan whose device class or
+engine has no validated rows gets the range of a broader regime; so does one on more than twice
+the devices of any row behind its range. Three log-width factors, per metric where a metric has
+enough cases, are measured by leaving rows out and checking them against what is left:
 
-* **unseen** (leave one device out, one device class out, one engine out, pooled): for every
-  device (class, engine) of a metric, the table is rebuilt from the independent rows of the
-  *others*, and each held-out row gets the range a plan would get; the rows whose range backs
-  off past their device class or engine are the cases. Leaving one device out is what the
-  per-regime coverage report does (a class validated on two devices loses its own range when
-  one is held out); leaving a whole class or engine out is a plan on hardware never validated.
+* **device** (leave one device out): each device's rows against the table rebuilt without it,
+  where the range stays within their device class and engine and scale. Every range of the
+  metric is widened by it: a device with few validated neighbours is covered less than 80 %.
+* **unseen** (leave one device out, one device class out, one engine out, pooled): the held-out
+  rows whose range backs off past their device class or engine are the cases.
 * **scale** (leave the larger layouts out): for every device count ``d``, the table is rebuilt
   from the rows on at most ``d / 2`` devices, so each row on ``d`` devices is a scale
   extrapolation.
 
-For each such case the log-width factor ``w`` that would just cover it is
-``|r - centre| / half-width``. Per scheme, the split-conformal 80 % rank of those ``w`` is the
-smallest factor covering >= 80 % of its held-out cases; the chosen factor is the largest over
-the schemes with enough cases (so each reaches 80 %), never below 1 (a range
-that backs off is never made narrower than its basis). Cases where both widenings apply are left
-out of both fits, so each factor is measured alone.
+For each case the log-width factor ``w`` that would just cover it is
+``|r - centre| / half-width``; unseen and scale cases are divided by their metric's device
+factor (it applies to them too). Per scheme, the split-conformal 80 % rank of those ``w`` is
+the smallest factor covering >= 80 % of its held-out cases; the chosen factor is the largest
+over the schemes with enough cases, never below 1 (a range is never made narrower than its
+rows' P10-P90). Cases where both unseen and scale apply are left out of both fits, so each
+factor is measured alone. The held-out coverage report (``validation/coverage.py``) scores a
+device's rows with factors fitted without its cases (``fit_cases(..., without=device)``).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from rigwise.estimate.intervals import (
     ANY,
     MIN_GROUPS,
     MIN_ROWS,
+    WIDEN_DEVICE,
     WIDEN_SCALE,
     WIDEN_UNSEEN,
     WIDENING_FILE,
@@ -45,13 +49,13 @@ from rigwise.estimate.intervals import (
 from rigwise.validation.intervals import TARGET, in_scope, table_from
 from rigwise.validation.stats import Comparison
 
-_PRIORS = {"unseen": WIDEN_UNSEEN, "scale": WIDEN_SCALE}
+_PRIORS = {"device": WIDEN_DEVICE, "unseen": WIDEN_UNSEEN, "scale": WIDEN_SCALE}
 Case = tuple[float, str, str, str]  # needed log-width factor, device group, metric, scheme
 
 
 @dataclass(frozen=True)
 class WideningFit:
-    factor: str  # unseen | scale
+    factor: str  # device | unseen | scale
     metric: str  # decode, serving, ... or '*' (every metric pooled)
     value: float  # the chosen log-width factor
     prior: float  # the guess it replaces
@@ -92,18 +96,22 @@ def _needed(found: Interval, residual: float) -> float:
 def _cases(
     rows: Sequence[Comparison],
     split: Callable[[Comparison], Any],
-    keep: Callable[[Interval], bool],
+    kind: Callable[[Interval], str | None],
     scheme: str,
-) -> list[Case]:
-    """(needed factor, group, metric, scheme) of each row, against the rows not in its split."""
-    out: list[Case] = []
+) -> dict[str, list[Case]]:
+    """(needed factor, group, metric, scheme) of each row against the rows not in its split,
+    by the factor ``kind`` says the case measures (None: none)."""
+    out: dict[str, list[Case]] = {}
     for part in sorted({split(c) for c in rows}, key=str):
         held = [c for c in rows if split(c) == part]
-        table = table_from([c for c in rows if split(c) != part and c.group not in _groups(held)])
+        gone = _groups(held)
+        table = table_from([c for c in rows if split(c) != part and c.group not in gone])
         for c in held:
             found = interval_for(table, Regime(*c.regime.split("|")), c.devices, 1.0, 1.0)
-            if found is not None and keep(found):
-                out.append((_needed(found, c.log_residual), c.group, _metric(c), scheme))
+            name = kind(found) if found is not None else None
+            if found is not None and name is not None:
+                case = (_needed(found, c.log_residual), c.group, _metric(c), scheme)
+                out.setdefault(name, []).append(case)
     return out
 
 
@@ -172,20 +180,65 @@ def _fits(name: str, cases: list[Case]) -> list[WideningFit]:
     return fits
 
 
-def calibrate(comparisons: Sequence[Comparison]) -> list[WideningFit]:
-    """Unseen and scale factors, pooled and per metric, from held-out coverage (module doc)."""
+def held_out_cases(comparisons: Sequence[Comparison]) -> dict[str, list[Case]]:
+    """The held-out cases of each factor (device, unseen, scale), needed factors unscaled."""
     rows = [c for c in comparisons if _held_out(c)]
-    only_unseen: Callable[[Interval], bool] = lambda f: f.unseen and not f.beyond_scale  # noqa: E731
+
+    def by_device(f: Interval) -> str | None:
+        if f.beyond_scale:
+            return None
+        return "unseen" if f.unseen else "device"
+
+    def only_unseen(f: Interval) -> str | None:
+        return "unseen" if f.unseen and not f.beyond_scale else None
 
     def field(index: int) -> Callable[[Comparison], str]:
         return lambda c: c.regime.split("|")[0] + "|" + c.regime.split("|")[index]
 
-    unseen = [
-        *_cases(rows, lambda c: c.group, only_unseen, "device"),
-        *_cases(rows, field(2), only_unseen, "class"),
-        *_cases(rows, field(1), only_unseen, "engine"),
+    device = _cases(rows, lambda c: c.group, by_device, "device")
+    classes = _cases(rows, field(2), only_unseen, "class")
+    engines = _cases(rows, field(1), only_unseen, "engine")
+    return {
+        "device": device.get("device", []),
+        "unseen": [*device.get("unseen", []), *classes.get("unseen", []),
+                   *engines.get("unseen", [])],
+        "scale": _scale_cases(rows),
+    }  # fmt: skip
+
+
+def fit_cases(cases: dict[str, list[Case]], without: str | None = None) -> list[WideningFit]:
+    """Device, unseen and scale factors, pooled and per metric, from ``held_out_cases``;
+    ``without``: leave that device's cases out (held-out coverage scores its rows with
+    factors it did not help set)."""
+    mine = {k: [c for c in v if c[1] != without] for k, v in cases.items()}
+    device = _fits("device", mine["device"])
+    over = {f.metric: f.value for f in device}
+    unseen, scale = _divided(mine["unseen"], over), _divided(mine["scale"], over)
+    return [*device, *_fits("unseen", unseen), *_fits("scale", scale)]
+
+
+def calibrate(comparisons: Sequence[Comparison]) -> list[WideningFit]:
+    """Device, unseen and scale factors, pooled and per metric, from held-out coverage."""
+    return fit_cases(held_out_cases(comparisons))
+
+
+def _divided(cases: Sequence[Case], device: dict[str, float]) -> list[Case]:
+    """Cases' needed factors beyond the device factor of their metric (it applies to them)."""
+    return [
+        (w / device.get(metric, device.get(ANY, WIDEN_DEVICE)), group, metric, scheme)
+        for w, group, metric, scheme in cases
     ]
-    return [*_fits("unseen", unseen), *_fits("scale", _scale_cases(rows))]
+
+
+def factors(fits: Sequence[WideningFit], metric: str) -> tuple[float, float, float]:
+    """(unseen, scale, device) for ``metric`` from ``fits``, as ``packaged_widening`` reads the
+    stored file: the metric's own row, else the pooled one, else the prior."""
+    found = {(f.factor, f.metric): f.value for f in fits}
+
+    def one(name: str) -> float:
+        return found.get((name, metric), found.get((name, ANY), _PRIORS[name]))
+
+    return one("unseen"), one("scale"), one("device")
 
 
 def widening_text(fits: Sequence[WideningFit]) -> str:
@@ -193,8 +246,10 @@ def widening_text(fits: Sequence[WideningFit]) -> str:
     lines = [
         "# Log-width factors of the prediction ranges, calibrated on held-out coverage by",
         f"# `rigwise validate intervals --write` on {today} (validation/widening.py):",
-        "# unseen = leave one device / device class / engine out (pooled); scale = leave layouts",
-        "# on more than half the devices out. value = the largest over those schemes of the",
+        "# device = leave one device out (every range of the metric); unseen = leave one device /",
+        "# device class / engine out, the rows whose range backs off past them (pooled); scale =",
+        "# leave layouts on more than half the devices out; unseen and scale beyond the device",
+        "# factor. value = the largest over those schemes of the",
         "# smallest factor covering >= 80 % of a scheme's held-out cases (split-conformal rank),",
         "# never below 1; with no cases, the prior. coverage_* = over all schemes' cases pooled.",
         "# A metric's own row (enough cases from 2+ devices) overrides the pooled '*' row.",
