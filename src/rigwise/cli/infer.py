@@ -47,7 +47,7 @@ def _calibration(on: str | None) -> tuple[dict[str, float], str]:
 
     if not on:
         fail("--calibrated needs --on naming the device that was benchmarked.")
-    if on == "this-machine":
+    if on in ("this-machine", "this-machine-measured"):
         return _this_machine_calibration()
     accelerator = parse_node(on).nodes[0].accelerator
     found = calibration.load_calibration(accelerator.id)
