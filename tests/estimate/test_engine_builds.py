@@ -18,13 +18,21 @@ F16_RATIO = 4184.85 / 4407.44
 
 
 def test_a_build_before_pr_8075_dequantizes_quantized_prompts() -> None:
-    old = build_effects("llama.cpp", "nvidia-gddr", "q4_k_m", "2024-05")
+    old = build_effects("llama.cpp", "nvidia-gddr", "q4_k_m", "2024-05", 8.9)
     assert old.dequant_gemm and old.prefill_speed_scale == 1.0
     assert any("#8075" in s for s in old.sources)
 
 
+def test_gpus_without_fp16_tensor_cores_kept_the_dp4a_kernels() -> None:
+    """Before PR #8075 cuBLAS took quantized prompts only on compute capability 7.0+ (a P40,
+    6.1, ran MMQ with dp4a); a device with no compute capability listed is not assumed to."""
+    assert not build_effects("llama.cpp", "nvidia-gddr", "q4_0", "2024-05", 6.1).dequant_gemm
+    assert not build_effects("llama.cpp", "nvidia-gddr", "q4_0", "2024-05", None).dequant_gemm
+    assert build_effects("llama.cpp", "nvidia-gddr", "q4_0", "2024-05", 7.0).dequant_gemm
+
+
 def test_a_build_before_pr_4766_runs_prompts_at_the_published_ratio() -> None:
-    q4 = build_effects("llama.cpp", "nvidia-gddr", "q4_0", "2023-12")
+    q4 = build_effects("llama.cpp", "nvidia-gddr", "q4_0", "2023-12", 8.6)
     f16 = build_effects("llama.cpp", "nvidia-hbm", "f16", "2023-12")
     assert q4.dequant_gemm and q4.prefill_speed_scale == pytest.approx(Q4_0_RATIO, abs=5e-4)
     assert not f16.dequant_gemm and f16.prefill_speed_scale == pytest.approx(F16_RATIO, abs=5e-4)
@@ -46,7 +54,8 @@ def test_a_build_that_is_not_a_date_is_refused_with_the_format(bad: str) -> None
 def test_old_build_prefill_is_an_fp16_gemm_plus_a_dequantization_pass() -> None:
     """compute = prompt x matmul FLOPs / (fp16 peak x f16 efficiency x ratio); dequantization =
     micro-batches x (quantized bytes read + fp16 bytes written) / reached bandwidth."""
-    spec, acc = dense_model(), gpu()
+    spec = dense_model()
+    acc = replace(gpu(), id="rtx-4090")  # the hand-made device, with an RTX 4090's capability 8.9
     ctx = replace(context(spec, quant="Q4_0"), engine_build="2023-12")
     parts = prefill_stage_parts(ctx, stage(acc), 1024)
     matmul, _ = flops_parts(spec, 512)

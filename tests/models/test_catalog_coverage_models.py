@@ -175,3 +175,32 @@ def test_qwen35_9b_text_count_rebuilds_the_checkpoint_total() -> None:
     text = load_model("qwen3.5-9b").params_total
     rebuilt = text + _qwen35_9b_mtp_params() + _qwen35_9b_vision_params()
     assert abs(rebuilt - checkpoint) <= 1e-5 * checkpoint
+
+
+def test_kimi_k2_hub_count_is_the_model_plus_its_fp8_block_scales() -> None:
+    # The hub's 1026.5B counts the checkpoint's tensors: every FP8 linear weight carries one fp32
+    # scale per 128 x 128 block (quantization_config weight_block_size); the router, norms,
+    # embedding and head are not quantized.
+    spec = load_model("kimi-k2")
+    assert spec.mla is not None and spec.moe is not None
+
+    def blocks(rows: int, cols: int) -> int:
+        return -(-rows // 128) * -(-cols // 128)
+
+    h, heads, m = spec.hidden_size, spec.num_attention_heads, spec.mla
+    assert m.q_lora_rank is not None
+    rope, nope = m.qk_rope_head_dim, m.qk_nope_head_dim
+    attention = (
+        blocks(m.q_lora_rank, h)
+        + blocks(heads * (nope + rope), m.q_lora_rank)
+        + blocks(m.kv_lora_rank + rope, h)
+        + blocks(heads * (nope + m.v_head_dim), m.kv_lora_rank)
+        + blocks(h, heads * m.v_head_dim)
+    )
+    width = spec.moe.expert_intermediate_size
+    expert = 2 * blocks(width, h) + blocks(h, width)
+    moe_layers = spec.moe.num_moe_layers
+    dense_layers = spec.num_layers - moe_layers
+    scales = spec.num_layers * attention + dense_layers * 3 * blocks(spec.intermediate_size, h)
+    scales += moe_layers * (spec.moe.num_experts + spec.moe.num_shared_experts) * expert
+    assert round((spec.params_total + scales) / 1e8) == 10265  # 1026.5B

@@ -140,4 +140,5 @@ def test_llama_bench_rows_carry_the_build_their_engine_column_names() -> None:
 
     assert _build_date("llama.cpp (Dec 2023 build, LLAMA_CUBLAS; RunPod)") == "2023-12"
     assert _build_date("llama.cpp (May 2024 build; CUDA 12.1.1 on RunPod)") == "2024-05"
+    assert _build_date("llama.cpp (master, build 2024-01-08: before PR #4766)") == "2024-01-08"
     assert _build_date("llama.cpp") is None

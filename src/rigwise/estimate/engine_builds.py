@@ -49,9 +49,18 @@ def normalise_build(build: str) -> str:
     return f"{match.group(1)}-{match.group(2)}-{match.group(3) or '01'}"
 
 
+def _below_minimum(row: dict[str, str], capability: float | None) -> bool:
+    """A row with ``min_compute_capability`` skips devices below it (or with none listed)."""
+    minimum = row.get("min_compute_capability", "")
+    return bool(minimum) and (capability is None or capability < float(minimum))
+
+
 @functools.cache
-def build_effects(engine: str, klass: str, quant: str, build: str | None) -> BuildEffects:
-    """The effects of the rows that apply to ``build`` (None: the current build, no effect)."""
+def build_effects(
+    engine: str, klass: str, quant: str, build: str | None, capability: float | None = None
+) -> BuildEffects:
+    """The effects of the rows that apply to ``build`` (None: the current build, no effect) on
+    a device of compute ``capability`` (NVIDIA; None for others)."""
     if build is None:
         return CURRENT
     day = normalise_build(build)
@@ -59,7 +68,7 @@ def build_effects(engine: str, klass: str, quant: str, build: str | None) -> Bui
     best: dict[str, tuple[tuple[int, int, int], dict[str, str]]] = {}
     for row in read_csv("engine_builds.csv"):
         score = specificity(row, keys)
-        if score is None or day >= row["until"]:
+        if score is None or day >= row["until"] or _below_minimum(row, capability):
             continue
         held = best.get(row["effect"])
         if held is None or score > held[0]:

@@ -20,6 +20,7 @@ from typing import Any
 from rigwise.errors import InputError
 from rigwise.estimate import comms
 from rigwise.estimate.engine_builds import build_effects
+from rigwise.estimate.engine_rules import compute_capability
 from rigwise.estimate.inference_memory import (
     EngineOverheads,
     Stage,
@@ -279,9 +280,10 @@ def decode_stage_parts(ctx: Context, stage: Stage, context: int, batch: int) -> 
 def prefill_stage_parts(ctx: Context, stage: Stage, prompt: int) -> dict[str, float]:
     """Named seconds to process a ``prompt``-token prompt through one stage."""
     eff = efficiency(ctx.engine, stage, ctx.quant, ctx.calibration)
-    build = build_effects(ctx.engine, device_class(stage.accelerator), ctx.quant, ctx.engine_build)
-    gemm = efficiency(ctx.engine, stage, "f16", ctx.calibration) if build.dequant_gemm else eff
     acc = stage.accelerator
+    capability = compute_capability(acc.id) if ctx.engine_build else None
+    build = build_effects(ctx.engine, device_class(acc), ctx.quant, ctx.engine_build, capability)
+    gemm = efficiency(ctx.engine, stage, "f16", ctx.calibration) if build.dequant_gemm else eff
     matmul_flops, attention_flops = flops_parts(ctx.spec, max(1, prompt // 2))  # causal: half
     share = stage.layer_fraction / stage.tp
     reached = peak_flops(acc, gemm.prefill_dtype) * gemm.prefill_compute_efficiency

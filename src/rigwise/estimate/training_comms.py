@@ -70,11 +70,24 @@ def _null_link() -> Link:
 def collective(
     kind: str, size: Any, devices: Any, span: Any, fabric: Fabric, f: TrainingFactors
 ) -> Any:
-    """Seconds of a collective over ``devices`` whose ranks spread over ``span`` GPUs."""
+    """Seconds of a collective over ``devices`` whose ranks spread over ``span`` GPUs.
+
+    Across nodes a ring's links inside a node are NVLink; each ring crosses a node boundary
+    once, and NCCL spreads its channels over the NICs of the group's GPUs on that node: a
+    group with g GPUs per node gets g NICs' bandwidth for the crossing (one rank per node,
+    e.g. DP beside TP 8, gets one; FSDP over whole nodes gets all of them). All-to-all has
+    no such sharing: every GPU sends its own share over the network."""
     intra, net = fabric.link_for(span, f)
     op = getattr(comms, kind)
     inside = op(size, devices, intra).seconds
-    across = op(size, devices, net).seconds if fabric.network or fabric.intra_link else inside
+    if fabric.network or fabric.intra_link:
+        cost = op(size, devices, net)
+        stride = np.maximum(span / np.maximum(devices, 1), 1.0)
+        per_node = np.clip(fabric.gpus_per_node / stride, 1.0, np.maximum(devices, 1))
+        per_node = per_node if kind != "all_to_all" else 1.0
+        across = cost.bandwidth_seconds / per_node + cost.latency_seconds
+    else:
+        across = inside
     time = np.where(span <= fabric.gpus_per_node, inside, across)
     return np.where(devices > 1, time, 0.0)
 

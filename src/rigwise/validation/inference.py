@@ -42,6 +42,7 @@ _SOURCE_LABELS = {
     "tensorrt_llm": "TensorRT-LLM",
     "vllm_public_serving": "vLLM public serving posts",
     "transformers_public": "transformers public runs",
+    "llamacpp_pr4766": "llama.cpp PR #4766 (Jan 2024 builds)",
 }
 
 
@@ -164,7 +165,11 @@ _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct",
 
 
 def _build_date(engine: str) -> str | None:
-    """'llama.cpp (May 2024 build; ...)' -> '2024-05': the build the row was measured with."""
+    """'llama.cpp (May 2024 build; ...)' -> '2024-05', '(... build 2024-01-12 ...)' ->
+    '2024-01-12': the build the row was measured with."""
+    exact = re.search(r"build (\d{4}-\d{2}-\d{2})", engine)
+    if exact:
+        return exact.group(1)
     match = re.search(r"\b([A-Z][a-z]{2})[a-z]* (\d{4}) build", engine)
     if not match or match.group(1).lower() not in _MONTHS:
         return None
