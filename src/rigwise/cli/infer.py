@@ -23,13 +23,32 @@ def _options(**kwargs: Any) -> dict[str, Any]:
     return {key: value for key, value in kwargs.items() if value is not None}
 
 
-def _calibration(on: str | None) -> dict[str, float]:
-    """Measured factors stored by `rigwise bench` for the device in --on."""
+def _this_machine_calibration() -> tuple[dict[str, float], str]:
+    """``--on this-machine --calibrated``: the measured platform or the probed device's factors,
+    whichever the newest bench run stored (bench/measured.py); says which run, how old."""
+    from rigwise.api.machine import this_machine
+    from rigwise.bench.measured import this_machine_calibration
+    from rigwise.estimate.inference import CALIBRATION_KEYS
+
+    device = this_machine().cluster.nodes[0].accelerator
+    found = this_machine_calibration(device.id)
+    if found is None:
+        fail("No calibration or measured platform is stored for this machine. Run "
+             "`rigwise bench --quick` on it first.")  # fmt: skip
+    click.echo(found.said, err=True)
+    return {k: v for k, v in found.factors.items() if k in CALIBRATION_KEYS}, found.on
+
+
+def _calibration(on: str | None) -> tuple[dict[str, float], str]:
+    """Measured factors stored by `rigwise bench` for the device in --on (and the --on to plan
+    on: this machine's measured platform replaces a catalog row that does not stand for it)."""
     from rigwise.bench import calibration
     from rigwise.hardware import parse_node
 
     if not on:
         fail("--calibrated needs --on naming the device that was benchmarked.")
+    if on in ("this-machine", "this-machine-measured"):
+        return _this_machine_calibration()
     accelerator = parse_node(on).nodes[0].accelerator
     found = calibration.load_calibration(accelerator.id)
     if not found:
@@ -46,7 +65,7 @@ def _calibration(on: str | None) -> dict[str, float]:
         click.echo(source.describe(), err=True)
     from rigwise.estimate.inference import CALIBRATION_KEYS
 
-    return {k: float(v) for k, v in found.items() if k in CALIBRATION_KEYS}
+    return {k: float(v) for k, v in found.items() if k in CALIBRATION_KEYS}, on
 
 
 def run_queries(path: str) -> int:
@@ -131,7 +150,7 @@ def infer(
         if flag in options:
             fail(f"--{flag.replace('_', '-')} needs --search.")
     if calibrated:
-        options["calibration"] = _calibration(options.get("on"))
+        options["calibration"], options["on"] = _calibration(options.get("on"))
     if no_levers:
         options["levers"] = False
     return finish(plan_inference(**options), as_json, render)
