@@ -196,7 +196,7 @@ def estimate_serving(
         if queued
         else ""
     )
-    total = aggregate * replicas
+    total = aggregate * min(replicas, concurrency)  # fewer requests than replicas: some idle
     return ServingEstimate(
         concurrency=concurrency,
         running_batch=batch,
