@@ -4,8 +4,10 @@ PyTorch imports, ``browser`` only where Chromium is installed; everything else r
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+import tempfile
 
 import pytest
 
@@ -45,9 +47,27 @@ SEEN_ATTRIBUTE = "rigwise_seen_test_files"
 _CONFIGS: list[pytest.Config] = []
 
 
+# The catalog's disk cache (catalog/cache.py) goes to a folder of the test run's own, removed at the
+# end, so the suite leaves the user's ~/.cache as it found it (subprocesses inherit the variable).
+_CACHE_ENV = "RIGWISE_CACHE_DIR"
+_OWN_CACHE: list[str] = []
+
+
 def pytest_configure(config: pytest.Config) -> None:
     setattr(config, SEEN_ATTRIBUTE, set())
     _CONFIGS.append(config)
+    if _CACHE_ENV not in os.environ:
+        folder = tempfile.mkdtemp(prefix="rigwise-test-cache-")
+        os.environ[_CACHE_ENV] = folder
+        _OWN_CACHE.append(folder)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    while _OWN_CACHE:
+        folder = _OWN_CACHE.pop()
+        shutil.rmtree(folder, ignore_errors=True)
+        if os.environ.get(_CACHE_ENV) == folder:
+            del os.environ[_CACHE_ENV]
 
 
 def pytest_collectreport(report: pytest.CollectReport) -> None:

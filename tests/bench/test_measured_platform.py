@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import json
+from datetime import UTC, datetime
+
+import pytest
+from click.testing import CliRunner
+
 from rigwise.bench import calibration as store
 from rigwise.bench.measured import (
     MEASURED_ID,
@@ -11,6 +17,7 @@ from rigwise.bench.measured import (
     to_accelerator,
 )
 from rigwise.bench.result import Measurement
+from rigwise.cli import cli
 
 FP = "vm-2cpu"
 EPYC = "epyc-9654-ddr5-4800"
@@ -60,3 +67,46 @@ def test_the_newest_stored_measured_platform_is_found_with_its_run_and_age() -> 
     assert found.age_s > 0
     text = found.describe()
     assert f"run {run}" in text and "9.0 GB/s" in text and "old" in text and "(poor)" in text
+
+
+def _store_vm(fingerprint: str, started_at: str) -> int:
+    figures = measured_figures(_vm(), "AMD EPYC 9654", 1, 2, 8 * 2**30)
+    platform = {"measured_platform": {"reason": "no catalog platform matches this CPU",
+                                      "figures": figures}}  # fmt: skip
+    return store.save_run(fingerprint, started_at, True, platform, {})
+
+
+def test_this_machine_plans_on_the_newest_of_measured_platform_and_stored_factors() -> None:
+    from rigwise.bench.measured import MEASURED_ON, this_machine_calibration
+
+    assert this_machine_calibration(EPYC, FP) is None  # nothing stored: nothing to plan on
+    store.save_run(
+        FP, "2026-11-20T10:00:00+00:00", False, {}, {EPYC: {"matmul_efficiency_fp32": 0.5}}
+    )
+    older = this_machine_calibration(EPYC, FP)
+    assert older is not None and older.on == "this-machine" and older.factors
+    run = _store_vm(FP, "2026-11-23T10:00:00+00:00")
+    found = this_machine_calibration(EPYC, FP)
+    assert found is not None and found.on == MEASURED_ON and found.factors == {}
+    assert f"run {run}" in found.said and "old" in found.said and "9.0 GB/s" in found.said
+
+
+def test_infer_on_this_machine_calibrated_plans_on_the_measured_bandwidth(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import rigwise.bench.measured as measured
+
+    monkeypatch.setattr(measured, "current_fingerprint", lambda: FP)
+    args = ["infer", "llama-3.2-1b", "--on", "this-machine", "--json", "--no-levers"]
+    refused = CliRunner().invoke(cli, [*args, "--calibrated"])
+    assert refused.exit_code == 2 and "rigwise bench --quick" in refused.output
+    run = _store_vm(FP, datetime.now(UTC).isoformat(timespec="seconds"))
+    done = CliRunner().invoke(cli, [*args, "--calibrated"])
+    assert done.exit_code == 0, done.output
+    assert f"measured platform from run {run}" in done.stderr and "0.0 h old" in done.stderr
+    plan = json.loads(done.stdout)
+    assert plan["hardware"] == "this-machine-measured"
+    weights = sum(d["weights_bytes"] for d in plan["memory"]["per_device"])
+    # 9 GB/s measured: decode cannot read the weights faster than that
+    assert plan["decode"]["tokens_per_s"] <= 9.0e9 / weights
+    assert plan["decode"]["bound"] == "memory bandwidth"

@@ -7,8 +7,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from rigwise.bench import torch_adapter as ta  # noqa: E402
+from rigwise.bench import torch_llm as tl  # noqa: E402
 
-SHAPE = ta.LlamaShape(
+SHAPE = tl.LlamaShape(
     hidden_size=64,
     intermediate_size=128,
     num_layers=2,
@@ -21,7 +22,7 @@ SHAPE = ta.LlamaShape(
 
 def test_cached_decode_matches_a_full_forward() -> None:
     # Rotary positions, the GQA cache and causal masking must agree between the two paths.
-    model = ta._Llama(torch, SHAPE, "cpu", torch.float32)
+    model = tl._Llama(torch, SHAPE, "cpu", torch.float32)
     tokens = torch.randint(0, SHAPE.vocab_size, (1, 9))
     with torch.inference_mode():
         full = model.forward(tokens)[:, -1]
@@ -32,7 +33,7 @@ def test_cached_decode_matches_a_full_forward() -> None:
 
 
 def test_attention_is_causal() -> None:
-    model = ta._Llama(torch, SHAPE, "cpu", torch.float32)
+    model = tl._Llama(torch, SHAPE, "cpu", torch.float32)
     tokens = torch.randint(0, SHAPE.vocab_size, (1, 6))
     changed = tokens.clone()
     changed[0, 5] = (tokens[0, 5] + 1) % SHAPE.vocab_size
@@ -43,7 +44,7 @@ def test_attention_is_causal() -> None:
 
 
 def test_weight_bytes_count_every_parameter() -> None:
-    model = ta._Llama(torch, SHAPE, "cpu", torch.float32)
+    model = tl._Llama(torch, SHAPE, "cpu", torch.float32)
     h, i, v = SHAPE.hidden_size, SHAPE.intermediate_size, SHAPE.vocab_size
     per_layer = h * 64 + 2 * h * 32 + 64 * h + 3 * h * i + 2 * h
     assert model.weight_bytes() == 4 * (2 * v * h + h + SHAPE.num_layers * per_layer)
@@ -55,13 +56,13 @@ def test_cpu_matmul_and_copy_are_positive() -> None:
 
 
 def test_finetune_step_updates_weights_and_reports_memory() -> None:
-    result = ta.finetune_step(SHAPE, "cpu", "fp32", batch=1, seq=16)
+    result = tl.finetune_step(SHAPE, "cpu", "fp32", batch=1, seq=16)
     assert result.step_seconds > 0 and result.tokens == 16
 
 
 def test_adamw_moves_weights_against_the_gradient() -> None:
     weight = torch.ones(3, requires_grad=True)
-    optimizer = ta._AdamW(torch, [weight], lr=0.1)
+    optimizer = tl._AdamW(torch, [weight], lr=0.1)
     (weight * torch.tensor([1.0, -1.0, 0.0])).sum().backward()
     optimizer.step()
     assert weight[0] < 1.0 and weight[1] > 1.0

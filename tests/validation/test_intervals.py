@@ -206,3 +206,20 @@ def test_every_regime_a_plan_can_map_to_has_a_range() -> None:
         for metric in ("train_throughput", "train_memory"):
             regime = training_regime(metric, accelerator.id, 64)
             assert lookup(regime, 64) is not None, regime.key()
+
+
+@pytest.mark.parametrize("which", ["inference", "training"])
+def test_validate_json_has_errors_by_role_and_coverage_by_regime(which: str) -> None:
+    from rigwise.validation.inference import validate_inference
+    from rigwise.validation.training import validate_training
+
+    data = (validate_inference if which == "inference" else validate_training)().to_dict()
+    for s in data["stats"]:
+        keys = ("role", "rows", "median_abs_error_pct", "p90_abs_error_pct", "median_error_pct")
+        assert all(k in s for k in keys) and "interval_coverage" in s
+    assert {s["role"] for s in data["stats"]} >= {"independent", "fit"}
+    regimes = data["interval_coverage_by_regime"]
+    assert regimes and all(
+        {"rows", "devices", "coverage", "judged", "note"} <= set(r) for r in regimes
+    )
+    assert all(r["within_target"] is None for r in regimes if not r["judged"])

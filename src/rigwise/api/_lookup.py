@@ -33,6 +33,10 @@ def cached_cluster(
         from rigwise.api.machine import this_machine
 
         return this_machine().cluster
+    if on == "this-machine-measured":  # bench/measured.py MEASURED_ON: what bench measured
+        from rigwise.api.machine import measured_machine
+
+        return measured_machine().cluster
     if not on:
         raise InputError("No hardware given.", hint=f"Pass --on '{example}' (or --cluster FILE).")
     return hardware.parse_node(on, nodes=nodes, network=network)

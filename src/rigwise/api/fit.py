@@ -14,11 +14,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypedDict
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import TYPE_CHECKING, TypedDict
 
 from rigwise.api.context import default_context_tokens, plan_max_context
+from rigwise.api.fit_types import NO_FIT, RUNS, SLOW, FitOptions, FitReport, ModelFit
 from rigwise.catalog.loader import read_csv
 from rigwise.errors import InputError, RigwiseError, UnknownNameError, closest
 from rigwise.models import ModelSpec, catalog_models
@@ -36,103 +35,6 @@ _QUANTS: dict[str, tuple[str, ...]] = {
 }
 _SERVER = ("FP8", "AWQ-4bit-g128")  # vLLM, SGLang, TensorRT-LLM
 _GGUF_NATIVE = ("BF16", "F16", "F32", "MXFP4_MOE")  # released formats llama.cpp converts losslessly
-RUNS, SLOW, NO_FIT = "runs", "too slow", "does not fit"
-
-
-class FitOptions(BaseModel):
-    """The options of ``rigwise fit`` (and ``/api/fit``); see ``fit_models``."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    on: str | None = Field(None, description="hardware as for infer --on; blank: this machine")
-    use: Literal["chat", "code", "reasoning", "vision", "embedding", "text", "benchmark"] | None = (
-        None
-    )
-    min_tps: float | None = Field(None, gt=0, description="decode tokens/s a model must reach")
-    context: int | None = Field(None, ge=2, le=10_000_000, description="context to fit")
-    engine: str | None = Field(None, description="llama.cpp, vllm, sglang, ...")
-    benchmarks: bool = Field(False, description="include training-benchmark configurations")
-
-
-@dataclass(frozen=True)
-class ModelFit:
-    """One model on the hardware: its best quant, largest context, speeds and lever."""
-
-    model: str
-    uses: tuple[str, ...]
-    params_total: int
-    params_active: int
-    status: str  # runs | too slow | does not fit
-    quant: str
-    native: bool  # the quant is the released format
-    kv_quant: str
-    max_context: int
-    decode_tokens_per_s: float | None
-    prefill_tokens_per_s: float | None
-    memory_bytes: float
-    capacity_bytes: float
-    lever: str
-    reason: str
-    # P10-P90 of comparable independent measurements (estimate/plan_intervals.py); None: unknown
-    decode_tokens_per_s_interval: tuple[float, float] | None = None
-    prefill_tokens_per_s_interval: tuple[float, float] | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "model": self.model,
-            "uses": list(self.uses),
-            "params_total": self.params_total,
-            "params_active": self.params_active,
-            "status": self.status,
-            "fits": self.status != NO_FIT,
-            "quant": self.quant,
-            "native": self.native,
-            "kv_quant": self.kv_quant,
-            "max_context": self.max_context,
-            "decode_tokens_per_s": self.decode_tokens_per_s,
-            "prefill_tokens_per_s": self.prefill_tokens_per_s,
-            "memory_bytes": self.memory_bytes,
-            "capacity_bytes": self.capacity_bytes,
-            "lever": self.lever,
-            "reason": self.reason,
-            "decode_tokens_per_s_interval": _pair(self.decode_tokens_per_s_interval),
-            "prefill_tokens_per_s_interval": _pair(self.prefill_tokens_per_s_interval),
-        }
-
-
-def _pair(value: tuple[float, float] | None) -> list[float] | None:
-    return list(value) if value else None
-
-
-@dataclass(frozen=True)
-class FitReport:
-    """Every catalog model ranked for one piece of hardware."""
-
-    hardware: str
-    engine: str
-    context: int
-    use: str | None
-    min_tps: float | None
-    models: tuple[ModelFit, ...]
-    notes: tuple[str, ...]
-    seconds: float
-
-    @property
-    def runs(self) -> tuple[ModelFit, ...]:
-        return tuple(m for m in self.models if m.status == RUNS)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "hardware": self.hardware,
-            "engine": self.engine,
-            "context": self.context,
-            "use": self.use,
-            "min_tps": self.min_tps,
-            "runs": len(self.runs),
-            "models": [m.to_dict() for m in self.models],
-            "notes": list(self.notes),
-            "seconds": self.seconds,
-        }
 
 
 @dataclass(frozen=True)
@@ -437,3 +339,14 @@ def _notes(hardware: str, use: str | None, fits: list[ModelFit]) -> tuple[str, .
     if use is not None and not fits:
         notes.append(f"No catalog model is tagged '{use}' (catalog/data/model_uses.csv).")
     return tuple(notes)
+
+
+__all__ = [
+    "FitOptions",
+    "FitReport",
+    "ModelFit",
+    "fit_model",
+    "fit_models",
+    "model_uses",
+    "quant_ladder",
+]

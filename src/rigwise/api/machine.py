@@ -104,6 +104,24 @@ def machine_from(backend: HardwareBackend) -> Machine:
     return Machine(Cluster(nodes=(node,)), device.name, (*unknown, *assumed))
 
 
+def measured_machine() -> Machine:
+    """This machine's newest measured platform (memory bandwidth and matmul FLOP/s as `rigwise
+    bench` measured them), with the run it came from and its age in ``assumptions``."""
+    from rigwise.bench.measured import latest_measured_platform
+    from rigwise.errors import InputError
+
+    found = latest_measured_platform()
+    if found is None:
+        raise InputError(
+            "No measured platform is stored for this machine.",
+            hint="Run `rigwise bench --quick` on it: when no catalog platform stands for its "
+            "CPU, the bench stores the measured one.",
+        )
+    device = found.accelerator
+    node = Node(accelerator=device, count=1, host_memory_bytes=device.memory_bytes)
+    return Machine(Cluster(nodes=(node,)), device.name, (found.describe(),))
+
+
 @functools.cache
 def this_machine() -> Machine:
     """This machine (or the fake one ``RIGWISE_FAKE_HARDWARE`` describes), probed once."""

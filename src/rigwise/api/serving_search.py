@@ -96,14 +96,7 @@ def search_serving_layouts(
     def memory_for(stages: tuple[Stage, ...], ctx: Context, kv: float) -> MemoryBreakdown:
         return _stages.memory_of(spec, stages, ctx, kv, engine)
 
-    request = SearchRequest(
-        prompt=opts.prompt,
-        gen=opts.gen,
-        gpus=total,
-        slo_ttft_s=parse_seconds(opts.slo_ttft) if opts.slo_ttft else None,
-        slo_tpot_s=parse_seconds(opts.slo_tpot) if opts.slo_tpot else None,
-        max_batch=opts.max_batch,
-    )
+    request = _request(opts, total)
     looked_up = time.perf_counter()
     rejected: Counter[str] = Counter()
     shapes: list[Shape] = []
@@ -117,3 +110,14 @@ def search_serving_layouts(
     between = cluster.network if len(cluster.nodes) > 1 else cluster.nodes[0].intra_link
     result = search_serving(shapes, (cluster.network, between), request, rejected, looked_up)
     return replace(result, lookup_seconds=looked_up - started)
+
+
+def _request(opts: SearchOptions, gpus: int) -> SearchRequest:
+    return SearchRequest(
+        prompt=opts.prompt,
+        gen=opts.gen,
+        gpus=gpus,
+        slo_ttft_s=parse_seconds(opts.slo_ttft) if opts.slo_ttft else None,
+        slo_tpot_s=parse_seconds(opts.slo_tpot) if opts.slo_tpot else None,
+        max_batch=opts.max_batch,
+    )

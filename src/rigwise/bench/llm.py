@@ -26,7 +26,7 @@ _FIT_ROUNDS = 4
 
 
 def shape_for(spec: Any, device: str, free_bytes: float | None, bytes_per_param: int) -> Any:
-    from rigwise.bench.torch_adapter import LlamaShape
+    from rigwise.bench.torch_llm import LlamaShape
 
     head_dim = int(spec.head_dim)
     shape = LlamaShape(
@@ -96,6 +96,7 @@ def fit_factor(
 
 def run(device: Device, quick: bool, model_name: str | None, finetune: bool) -> Outcome:
     from rigwise.bench import torch_adapter as ta
+    from rigwise.bench import torch_llm
 
     outcome = Outcome()
     name = model_name or (DEFAULT_CPU_MODEL if device.name == "cpu" else DEFAULT_GPU_MODEL)
@@ -117,7 +118,7 @@ def run(device: Device, quick: bool, model_name: str | None, finetune: bool) -> 
     prompt, gen = (
         (128, 16) if device.name == "cpu" and quick else (512, 64) if quick else (2048, 128)
     )
-    result = ta.llm_inference(shape, device.name, dtype, prompt, gen)
+    result = torch_llm.llm_inference(shape, device.name, dtype, prompt, gen)
     details = {
         "model": name,
         "layers": shape.num_layers,
@@ -133,28 +134,29 @@ def run(device: Device, quick: bool, model_name: str | None, finetune: bool) -> 
         Measurement("llm_peak_memory", device.name, result.peak_memory_bytes, "B", details=details)
     )
     if finetune:
-        seq = 128 if device.name == "cpu" else 1024
-        tune = replace(shape, num_layers=max(1, shape.num_layers // 4))  # grads + AdamW states
-        step = ta.finetune_step(tune, device.name, dtype, batch=1, seq=seq)
-        peak_flops = expect.peak_flops(device.accelerator, "bf16" if dtype == "bf16" else "fp32")
-        # Training FLOPs per token = 6 x parameters (Kaplan et al. 2020, Section 2.1).
-        floor = 6 * matmul_params(tune) * step.tokens / peak_flops if peak_flops else None
-        tune_details = {"layers": tune.num_layers, "tokens": step.tokens, "dtype": dtype}
-        outcome.measurements.append(
-            Measurement(
-                "finetune_step", device.name, step.step_seconds, "s", floor, None, tune_details
-            )
-        )
-        outcome.measurements.append(
-            Measurement(
-                "finetune_peak_memory",
-                device.name,
-                step.peak_memory_bytes,
-                "B",
-                details=tune_details,
-            )
-        )
+        outcome.measurements.extend(_finetune_measurements(device, shape, dtype))
     return outcome
+
+
+def _finetune_measurements(device: Device, shape: Any, dtype: str) -> list[Measurement]:
+    """One fine-tuning step of a quarter of the model's layers: its time and peak memory."""
+    from rigwise.bench import torch_llm
+
+    seq = 128 if device.name == "cpu" else 1024
+    tune = replace(shape, num_layers=max(1, shape.num_layers // 4))  # grads + AdamW states
+    step = torch_llm.finetune_step(tune, device.name, dtype, batch=1, seq=seq)
+    peak_flops = expect.peak_flops(device.accelerator, "bf16" if dtype == "bf16" else "fp32")
+    # Training FLOPs per token = 6 x parameters (Kaplan et al. 2020, Section 2.1).
+    floor = 6 * matmul_params(tune) * step.tokens / peak_flops if peak_flops else None
+    tune_details = {"layers": tune.num_layers, "tokens": step.tokens, "dtype": dtype}
+    return [
+        Measurement(
+            "finetune_step", device.name, step.step_seconds, "s", floor, None, tune_details
+        ),
+        Measurement(
+            "finetune_peak_memory", device.name, step.peak_memory_bytes, "B", details=tune_details
+        ),
+    ]
 
 
 def _inference_measurements(

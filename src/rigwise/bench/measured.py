@@ -8,6 +8,11 @@ per dtype, cores, threads and RAM. Its efficiencies are relative to those figure
 factors that multiply a peak (decode bandwidth efficiency, ...) keep their catalog defaults
 unless the same run measured an LLM. ``latest_measured_platform`` returns it with the run it
 came from and its age, so a plan can say which measurement it rests on.
+
+``rigwise infer MODEL --on this-machine --calibrated`` asks ``this_machine_calibration``: when
+the newest run that stored anything for this machine stored a measured platform, the plan is
+made on it (``--on this-machine-measured``: its bandwidth and FLOP/s, catalog efficiencies);
+otherwise on the catalog device the probe matched, with that device's stored factors.
 """
 
 from __future__ import annotations
@@ -17,11 +22,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from rigwise.bench.calibration import EFFICIENCY_BOUNDS, _connect, current_fingerprint, db_path
+from rigwise.bench.calibration import (
+    EFFICIENCY_BOUNDS,
+    _connect,
+    calibration_source,
+    current_fingerprint,
+    db_path,
+    load_calibration,
+)
 from rigwise.bench.result import MeasuredFigures, Measurement
 from rigwise.hardware.types import Accelerator
 
 MEASURED_ID = "this-machine"
+MEASURED_ON = "this-machine-measured"  # the --on spelling of the measured platform (api/machine)
 BANDWIDTH_NAMES = ("memory_triad", "memory_copy")
 
 
@@ -122,3 +135,33 @@ def latest_measured_platform(fingerprint_id: str | None = None) -> MeasuredPlatf
             str(stored["reason"]),
         )
     return None
+
+
+@dataclass(frozen=True)
+class MachineCalibration:
+    """What ``--on this-machine --calibrated`` plans on, and the sentence saying why."""
+
+    on: str  # "this-machine" (the probed device) or MEASURED_ON (the measured platform)
+    factors: dict[str, float]
+    said: str  # which stored measurement, and how old it is
+
+
+def this_machine_calibration(
+    catalog_id: str, fingerprint_id: str | None = None
+) -> MachineCalibration | None:
+    """The newest of: a measured platform, or stored factors for ``catalog_id`` (the device the
+    probe matched); None when this machine has neither."""
+    fingerprint_id = fingerprint_id or current_fingerprint()
+    measured = latest_measured_platform(fingerprint_id)
+    source = calibration_source(catalog_id, fingerprint_id)
+    if measured is not None and (source is None or measured.run_id >= source.run_id):
+        return MachineCalibration(
+            MEASURED_ON,
+            load_calibration(MEASURED_ID, fingerprint_id),
+            f"planning on the {measured.describe()}; efficiencies: catalog defaults",
+        )
+    if source is None:
+        return None
+    return MachineCalibration(
+        "this-machine", load_calibration(catalog_id, fingerprint_id), source.describe()
+    )

@@ -23,13 +23,32 @@ def _options(**kwargs: Any) -> dict[str, Any]:
     return {key: value for key, value in kwargs.items() if value is not None}
 
 
-def _calibration(on: str | None) -> dict[str, float]:
-    """Measured factors stored by `rigwise bench` for the device in --on."""
+def _this_machine_calibration() -> tuple[dict[str, float], str]:
+    """``--on this-machine --calibrated``: the measured platform or the probed device's factors,
+    whichever the newest bench run stored (bench/measured.py); says which run, how old."""
+    from rigwise.api.machine import this_machine
+    from rigwise.bench.measured import this_machine_calibration
+    from rigwise.estimate.inference import CALIBRATION_KEYS
+
+    device = this_machine().cluster.nodes[0].accelerator
+    found = this_machine_calibration(device.id)
+    if found is None:
+        fail("No calibration or measured platform is stored for this machine. Run "
+             "`rigwise bench --quick` on it first.")  # fmt: skip
+    click.echo(found.said, err=True)
+    return {k: v for k, v in found.factors.items() if k in CALIBRATION_KEYS}, found.on
+
+
+def _calibration(on: str | None) -> tuple[dict[str, float], str]:
+    """Measured factors stored by `rigwise bench` for the device in --on (and the --on to plan
+    on: this machine's measured platform replaces a catalog row that does not stand for it)."""
     from rigwise.bench import calibration
     from rigwise.hardware import parse_node
 
     if not on:
         fail("--calibrated needs --on naming the device that was benchmarked.")
+    if on in ("this-machine", "this-machine-measured"):
+        return _this_machine_calibration()
     accelerator = parse_node(on).nodes[0].accelerator
     found = calibration.load_calibration(accelerator.id)
     if not found:
@@ -46,7 +65,7 @@ def _calibration(on: str | None) -> dict[str, float]:
         click.echo(source.describe(), err=True)
     from rigwise.estimate.inference import CALIBRATION_KEYS
 
-    return {k: float(v) for k, v in found.items() if k in CALIBRATION_KEYS}
+    return {k: float(v) for k, v in found.items() if k in CALIBRATION_KEYS}, on
 
 
 def run_queries(path: str) -> int:
@@ -131,7 +150,7 @@ def infer(
         if flag in options:
             fail(f"--{flag.replace('_', '-')} needs --search.")
     if calibrated:
-        options["calibration"] = _calibration(options.get("on"))
+        options["calibration"], options["on"] = _calibration(options.get("on"))
     if no_levers:
         options["levers"] = False
     return finish(plan_inference(**options), as_json, render)
@@ -170,8 +189,6 @@ def _latency_line(latency: Any) -> str:
 
 def render(plan: Any) -> None:
     """The plan as a short report: verdict, memory, speeds, serving, levers."""
-    from rich.table import Table
-
     from rigwise.units import format_bytes
 
     out = console()
@@ -182,14 +199,7 @@ def render(plan: Any) -> None:
     )
     if plan.reason:
         out.print(f"  {plan.reason}")
-    table = Table("device", "weights", "KV cache", "workspace", "overhead", "total", "usable")
-    for d in plan.memory.per_device:
-        cells = (d.weights_bytes, d.kv_cache_bytes, d.activations_bytes, d.overhead_bytes)
-        table.add_row(
-            d.device, *(format_bytes(c) for c in cells), format_bytes(d.total_bytes),
-            format_bytes(d.capacity_bytes),
-        )  # fmt: skip
-    out.print(table)
+    out.print(_memory_table(plan))
     from rigwise.serialize import to_jsonable
 
     data = to_jsonable(plan) if plan.prefill and plan.decode else {}
@@ -203,20 +213,7 @@ def render(plan: Any) -> None:
             f"decode  {_rate(plan.decode.tokens_per_s, data['decode'], 'tokens_per_s')} "
             f"({plan.decode.bound})"
         )
-    if plan.serving and (plan.serving.concurrency > 1 or plan.serving.replicas > 1):
-        s, ds = plan.serving, data.get("serving")
-        ranged = (ds or {}).get
-        out.print(
-            f"serving {s.concurrency} requests: {s.running_batch} running per replica "
-            f"(x{s.replicas}), {s.queued} queued; "
-            f"{_rate(s.aggregate_tokens_per_s, ds, 'aggregate_tokens_per_s')} in total, "
-            f"{_rate(s.tokens_per_s_per_gpu, ds, 'tokens_per_s_per_gpu')} per GPU, "
-            f"{_rate(s.per_user_tokens_per_s, ds, 'per_user_tokens_per_s')} per user; "
-            f"TTFT {_seconds(s.ttft_s, ranged('ttft_s_interval'))}, "
-            f"TPOT {_seconds(s.tpot_s, ranged('tpot_s_interval'))}"
-        )
-        if s.reason:
-            out.print(f"  {s.reason}")
+    _print_serving(out, plan, data)
     if plan.latency:
         out.print(_latency_line(plan.latency))
     bounds = (data.get("memory") or {}).get("total_bytes_interval")
@@ -237,6 +234,40 @@ def render(plan: Any) -> None:
         out.print(f"note: {note}")
     for lever in plan.levers:
         out.print(f"lever: {lever.description}")
+
+
+def _memory_table(plan: Any) -> Any:
+    from rich.table import Table
+
+    from rigwise.units import format_bytes
+
+    table = Table("device", "weights", "KV cache", "workspace", "overhead", "total", "usable")
+    for d in plan.memory.per_device:
+        cells = (d.weights_bytes, d.kv_cache_bytes, d.activations_bytes, d.overhead_bytes)
+        table.add_row(
+            d.device, *(format_bytes(c) for c in cells), format_bytes(d.total_bytes),
+            format_bytes(d.capacity_bytes),
+        )  # fmt: skip
+    return table
+
+
+def _print_serving(out: Any, plan: Any, data: dict[str, Any]) -> None:
+    """The running batch and its queue, when more than one request or replica is served."""
+    if not (plan.serving and (plan.serving.concurrency > 1 or plan.serving.replicas > 1)):
+        return
+    s, ds = plan.serving, data.get("serving")
+    ranged = (ds or {}).get
+    out.print(
+        f"serving {s.concurrency} requests: {s.running_batch} running per replica "
+        f"(x{s.replicas}), {s.queued} queued; "
+        f"{_rate(s.aggregate_tokens_per_s, ds, 'aggregate_tokens_per_s')} in total, "
+        f"{_rate(s.tokens_per_s_per_gpu, ds, 'tokens_per_s_per_gpu')} per GPU, "
+        f"{_rate(s.per_user_tokens_per_s, ds, 'per_user_tokens_per_s')} per user; "
+        f"TTFT {_seconds(s.ttft_s, ranged('ttft_s_interval'))}, "
+        f"TPOT {_seconds(s.tpot_s, ranged('tpot_s_interval'))}"
+    )
+    if s.reason:
+        out.print(f"  {s.reason}")
 
 
 def _print_ranges(out: Any, intervals: dict[str, Any] | None) -> None:

@@ -53,29 +53,10 @@ def _gpu_rows(report: Any) -> list[list[str]]:
     return rows
 
 
-def render_probe(report: Any) -> None:
-    from rich.markup import escape
+def _print_gpus(out: Any, report: Any) -> None:
+    """The GPU table and, with more than one GPU, their topology matrix."""
     from rich.table import Table
 
-    out = console()
-    cpu = report.cpu
-    out.print(
-        f"[bold]CPU[/bold]  {cpu.model}: {cpu.cores} cores / {cpu.threads} threads, "
-        f"{cpu.numa_nodes} NUMA node(s); {' '.join(cpu.isa_features) or 'no ISA flags read'}"
-    )
-    memory = report.memory
-    extra = ", ".join(
-        part
-        for part in (
-            memory.kind or "",
-            f"{memory.speed_mt_per_s:.0f} MT/s" if memory.speed_mt_per_s else "",
-            f"{memory.channels} DIMMs" if memory.channels else "",
-        )
-        if part
-    )
-    out.print(
-        f"[bold]RAM[/bold]  {format_bytes(memory.total_bytes)}" + (f" ({extra})" if extra else "")
-    )
     if report.gpus:
         table = Table(title="GPUs")
         for column in (
@@ -102,6 +83,31 @@ def render_probe(report: Any) -> None:
         for i, row in enumerate(report.gpu_topology):
             topo.add_row(f"GPU{i}", *row)
         out.print(topo)
+
+
+def render_probe(report: Any) -> None:
+    from rich.markup import escape
+
+    out = console()
+    cpu = report.cpu
+    out.print(
+        f"[bold]CPU[/bold]  {cpu.model}: {cpu.cores} cores / {cpu.threads} threads, "
+        f"{cpu.numa_nodes} NUMA node(s); {' '.join(cpu.isa_features) or 'no ISA flags read'}"
+    )
+    memory = report.memory
+    extra = ", ".join(
+        part
+        for part in (
+            memory.kind or "",
+            f"{memory.speed_mt_per_s:.0f} MT/s" if memory.speed_mt_per_s else "",
+            f"{memory.channels} DIMMs" if memory.channels else "",
+        )
+        if part
+    )
+    out.print(
+        f"[bold]RAM[/bold]  {format_bytes(memory.total_bytes)}" + (f" ({extra})" if extra else "")
+    )
+    _print_gpus(out, report)
     for disk in report.disks:
         out.print(
             f"[bold]disk[/bold] {disk.name}: {format_bytes(disk.size_bytes)} {disk.kind}"

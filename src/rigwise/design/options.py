@@ -236,16 +236,8 @@ def _node_lines(
     return (*scaled, nic), card.number("watts") * cand.nodes
 
 
-def _box_option(
-    request: DesignRequest,
-    cand: Candidate,
-    fmt: Format,
-    decode: float | None,
-    train_s: float | None,
-    settings: tuple[float, float, float, float],
-    today: dt.date,
-) -> tuple[BuildOption | None, str]:
-    hours, years, kwh, max_age = settings
+def _box_rig(request: DesignRequest, cand: Candidate) -> tuple[Any, str]:
+    """The candidate's box assembled from compatible parts, or why none is."""
     box = BoxRequest(
         cand.gpu,
         cand.count,
@@ -260,6 +252,22 @@ def _box_option(
         check = why.split(":")[0]
         hint = "; try --circuit eu-230v-16a or --power-limit" if check == "circuit" else ""
         return None, f"no compatible parts ({check}{hint})"
+    return rig, ""
+
+
+def _box_option(
+    request: DesignRequest,
+    cand: Candidate,
+    fmt: Format,
+    decode: float | None,
+    train_s: float | None,
+    settings: tuple[float, float, float, float],
+    today: dt.date,
+) -> tuple[BuildOption | None, str]:
+    hours, years, kwh, max_age = settings
+    rig, why = _box_rig(request, cand)
+    if rig is None:
+        return None, why
     report = check_rig(rig, today=today, max_price_age_days=max_age)
     scale, limit_note = _speed_scale(request, cand.gpu)
     decode = decode * scale if decode is not None else None

@@ -57,7 +57,8 @@ def _device_class_of(accelerator_id: str) -> str:
     try:
         return device_class(get_accelerator(accelerator_id))
     except RigwiseError:  # a device built from a probe (--on this-machine), not a catalog row
-        return "unknown"
+        # this-machine is the CPU (probed, or measured by `rigwise bench`); GPUs keep their ids
+        return "cpu" if accelerator_id == "this-machine" else "unknown"
 
 
 def _set(section: dict[str, Any] | None, name: str, bounds: list[float]) -> None:

@@ -298,8 +298,14 @@ class InferenceValidation:
     plots: tuple[str, ...] = field(default=())
 
     def to_dict(self) -> dict[str, Any]:
+        from rigwise.validation.coverage import coverage_by_regime
+
         return {
             "stats": [s.to_dict() for s in self.stats],
+            # held-out P10-P90 coverage of the independent rows per regime (validation/coverage)
+            "interval_coverage_by_regime": [
+                r.to_dict() for r in coverage_by_regime(self.comparisons)
+            ],
             "coverage": self.coverage.to_dict(),
             "fit_check": {
                 "oom_rows": self.oom_rows,

@@ -62,6 +62,8 @@ class TrainingValidation:
         return statistics.fmean(errors) if errors else float("nan")
 
     def to_dict(self) -> dict[str, Any]:
+        from rigwise.validation.coverage import coverage_by_regime
+
         return {
             "stats": [
                 {
@@ -70,6 +72,10 @@ class TrainingValidation:
                     "max_abs_error_pct": max(self._errors(s.role, s.source, s.metric)),
                 }
                 for s in self.stats
+            ],
+            # held-out P10-P90 coverage of the independent rows per regime (validation/coverage)
+            "interval_coverage_by_regime": [
+                r.to_dict() for r in coverage_by_regime(self.comparisons)
             ],
             "tool_comparisons": [t.to_dict() for t in self.tools],
             "finetune_verdicts": self.verdicts.to_dict() if self.verdicts else None,

@@ -5,6 +5,7 @@ parameters are the CLI's long option names, documented in the OpenAPI schema at 
 """
 
 import os
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args, get_origin
@@ -142,6 +143,19 @@ def create_app() -> FastAPI:
         status = 400 if context.get("error") else 200
         return templates.TemplateResponse(request, template, context, status_code=status)
 
+    _guards(app)
+    _page_routes(app, render)
+    oi_routes.register(app, render)
+
+    _api_routes(
+        app, query_model(InferOptions, "InferQuery"), query_model(TrainOptions, "TrainQuery")
+    )
+    return app
+
+
+def _guards(app: FastAPI) -> None:
+    """Refuse server file paths on /api/; bad input answers 400 with the message and hint."""
+
     @app.middleware("http")
     async def _no_server_files(request: Request, call_next: Any) -> Response:
         named = [key for key in SERVER_FILE_KEYS if request.query_params.get(key)]
@@ -159,6 +173,12 @@ def create_app() -> FastAPI:
     @app.exception_handler(ValidationError)
     async def _validation_error(request: Request, exc: ValidationError) -> JSONResponse:
         return _bad_input(exc)
+
+
+def _page_routes(
+    app: FastAPI, render: Callable[[Request, str, dict[str, Any]], HTMLResponse]
+) -> None:
+    """The HTML pages: Fit, Compare, Run, Train, Build, My machine, Grid."""
 
     @app.get("/", include_in_schema=False)
     def home() -> RedirectResponse:
@@ -199,19 +219,10 @@ def create_app() -> FastAPI:
     def grid_page(request: Request) -> HTMLResponse:
         return render(request, "grid.html", views.grid_context(_grid_client()))
 
-    oi_routes.register(app, render)
-
-    _api_routes(
-        app, query_model(InferOptions, "InferQuery"), query_model(TrainOptions, "TrainQuery")
-    )
-    return app
-
 
 def _api_routes(app: FastAPI, infer_query: type[BaseModel], train_query: type[BaseModel]) -> None:
     from rigwise.api.fit import FitOptions, fit_models
     from rigwise.api.gpus import GpusOptions, list_gpus
-    from rigwise.api.infer import plan_inference
-    from rigwise.api.train import plan_training
 
     @app.get(
         "/api/gpus",
@@ -221,6 +232,38 @@ def _api_routes(app: FastAPI, infer_query: type[BaseModel], train_query: type[Ba
     )
     def api_gpus(params: Annotated[GpusOptions, Query()]) -> Response:
         return _json(list_gpus(**_options(params)))
+
+    _plan_routes(app, infer_query, train_query)
+
+    @app.get(
+        "/api/fit",
+        tags=["plan"],
+        summary="Every model ranked (as `rigwise fit --json`)",
+        responses=ERRORS,
+    )
+    def api_fit(params: Annotated[FitOptions, Query()]) -> Response:
+        return _json(fit_models(**_options(params)))
+
+    @app.get("/api/probe", tags=["measure"], summary="This machine (as `rigwise probe --json`)")
+    def api_probe() -> Response:
+        from rigwise.probe import probe
+
+        return _json(probe())
+
+    @app.get("/api/metrics", tags=["measure"], summary="Live host and GPU metrics (one reading)")
+    def api_metrics() -> Response:
+        from rigwise.monitor.metrics import snapshot
+        from rigwise.probe import default_backend
+
+        return _json(snapshot(default_backend()))
+
+    _build_route(app)
+
+
+def _plan_routes(app: FastAPI, infer_query: type[BaseModel], train_query: type[BaseModel]) -> None:
+    """/api/infer and /api/train: query parameters (GET) or uploaded files (POST)."""
+    from rigwise.api.infer import plan_inference
+    from rigwise.api.train import plan_training
 
     @app.get(
         "/api/infer",
@@ -259,30 +302,6 @@ def _api_routes(app: FastAPI, infer_query: type[BaseModel], train_query: type[Ba
     def api_train_upload(upload: Upload) -> Response:
         with uploaded(upload) as options:
             return _json(plan_training(**options))
-
-    @app.get(
-        "/api/fit",
-        tags=["plan"],
-        summary="Every model ranked (as `rigwise fit --json`)",
-        responses=ERRORS,
-    )
-    def api_fit(params: Annotated[FitOptions, Query()]) -> Response:
-        return _json(fit_models(**_options(params)))
-
-    @app.get("/api/probe", tags=["measure"], summary="This machine (as `rigwise probe --json`)")
-    def api_probe() -> Response:
-        from rigwise.probe import probe
-
-        return _json(probe())
-
-    @app.get("/api/metrics", tags=["measure"], summary="Live host and GPU metrics (one reading)")
-    def api_metrics() -> Response:
-        from rigwise.monitor.metrics import snapshot
-        from rigwise.probe import default_backend
-
-        return _json(snapshot(default_backend()))
-
-    _build_route(app)
 
 
 def _build_route(app: FastAPI) -> None:
