@@ -67,3 +67,24 @@ def test_the_designer_carries_the_ranges() -> None:
     )  # fmt: skip
     assert estimate.decode_tokens_per_s_interval is not None
     assert _ordered(estimate.decode_tokens_per_s_interval)
+
+
+def test_a_range_wholly_above_the_estimate_says_so_and_the_estimate_is_kept() -> None:
+    from rigwise.estimate.intervals import Interval
+    from rigwise.estimate.plan_intervals import interval_text
+
+    faster = Interval(1.03, 1.24, "decode|llama.cpp|nvidia-gddr|quantized|2-8", "b", 32, False)
+    assert faster.bias == "faster" and "ran faster" in faster.to_dict()["interval_note"]
+    assert faster.rate(16.4)[0] > 16.4  # the range excludes the estimate; the estimate stays
+    assert interval_text(faster.rate(16.4), value=16.4) == " (16.9-20.3: similar rigs ran faster)"
+    # a time: the same faster rows give a range below the estimate
+    assert interval_text(faster.time(2.0), "{:.2f}", 2.0, time=True).endswith("ran faster)")
+    both = Interval(0.9, 1.2, "prefill|llama.cpp|*|*|*", "b", 89, False)
+    assert both.bias is None and both.to_dict()["interval_note"] is None
+    assert interval_text(both.rate(10.0), value=10.0) == " (9.0-12.0)"
+    memory = Interval(1.05, 1.3, "train_memory|training|h100|16-bit|2-8", "b", 21, False)
+    assert memory.bias == "more" and "more memory" in memory.to_dict()["interval_note"]
+    slower = Interval(0.5, 0.9, "serving|tensorrt-llm|nvidia-hbm|fp4|2-8", "b", 20, False)
+    assert slower.bias == "slower" and interval_text(slower.rate(10.0), value=10.0).endswith(
+        "ran slower)"
+    )

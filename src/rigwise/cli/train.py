@@ -260,12 +260,14 @@ def _render_speed(plan: TrainingPlan, data: dict[str, Any]) -> None:
     if plan.step is not None:
         step = plan.step
         busy = sorted(((v, k) for k, v in step.parts.items() if v > 0), reverse=True)
-        ranged = _range((data["step"] or {}).get("seconds_interval"), format_seconds)
+        ranged = _range((data["step"] or {}).get("seconds_interval"), format_seconds, step.seconds)
         click.echo(
             f"step: {format_seconds(step.seconds)}{ranged} = "
             + " + ".join(f"{k.removesuffix('_s')} {format_seconds(v)}" for v, k in busy)
         )
-        ranged = _range(data.get("tokens_per_s_interval"), format_count)
+        ranged = _range(
+            data.get("tokens_per_s_interval"), format_count, plan.tokens_per_s, rate=True
+        )
         click.echo(
             f"throughput: {format_count(plan.tokens_per_s)}{ranged} tokens/s, "
             f"{plan.model_tflops_per_gpu:.0f} TFLOP/s per GPU, "
@@ -273,7 +275,7 @@ def _render_speed(plan: TrainingPlan, data: dict[str, Any]) -> None:
         )
     if plan.fits and plan.time_to_train_s is not None:
         cost = f", ${plan.cost_usd:,.0f}" if plan.cost_usd is not None else ""
-        ranged = _range(data.get("time_to_train_s_interval"), format_seconds)
+        ranged = _range(data.get("time_to_train_s_interval"), format_seconds, plan.time_to_train_s)
         click.echo(
             f"to train: {format_seconds(plan.time_to_train_s)}{ranged}, "
             f"{plan.gpu_hours:,.0f} GPU-hours, "
@@ -335,5 +337,11 @@ def _render(plan: TrainingPlan) -> None:
                 echo(f"  {quantity}: {entry['interval_note']}")
 
 
-def _range(bounds: list[float] | None, fmt: Any) -> str:
-    return f" ({fmt(bounds[0])}-{fmt(bounds[1])})" if bounds else ""
+def _range(
+    bounds: list[float] | None, fmt: Any, value: float | None = None, rate: bool = False
+) -> str:
+    """`` (a-b)``; with the ``value`` it ranges (a time unless ``rate``), a range wholly on one
+    side says so (estimate/plan_intervals.py ``interval_text``)."""
+    from rigwise.estimate.plan_intervals import interval_text
+
+    return interval_text(bounds, fmt, value, time=not rate)

@@ -100,12 +100,15 @@ class Interval:
 
     @property
     def bias(self) -> str | None:
-        """'faster' / 'slower' when the whole range lies on one side of the estimate: the rows
-        of this regime measured faster (slower) than rigwise predicts. The estimate is kept (it
-        is never corrected with independent rows, which would make them fit rows)."""
+        """'faster' / 'slower' ('more' / 'less' memory) when the whole range lies on one side of
+        the estimate: the rows of this regime measured faster (slower) than rigwise predicts.
+        The estimate is kept (correcting it with independent rows would make them fit rows)."""
+        memory = "memory" in self.regime.split("|")[0]
         if self.low_factor > 1.0:
-            return "faster"
-        return "slower" if self.high_factor < 1.0 else None
+            return "more" if memory else "faster"
+        if self.high_factor < 1.0:
+            return "less" if memory else "slower"
+        return None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -120,9 +123,16 @@ class Interval:
 
 
 BIAS_NOTES = {
-    side: f"measurements on similar rigs ran {side} than this estimate (the whole range is "
-    f"{where} it); the estimate is kept, not corrected by them"
-    for side, where in (("faster", "above"), ("slower", "below"))
+    **{
+        side: f"measurements on similar rigs ran {side} than this estimate (the whole range is "
+        f"{where} it); the estimate is kept, not corrected by them"
+        for side, where in (("faster", "above"), ("slower", "below"))
+    },
+    **{
+        side: f"measurements on similar runs used {side} memory than this estimate (the whole "
+        f"range is {where} it); the estimate is kept, not corrected by them"
+        for side, where in (("more", "above"), ("less", "below"))
+    },
 }
 
 
