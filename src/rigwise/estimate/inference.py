@@ -30,6 +30,7 @@ from rigwise.estimate.inference_memory import (
     stage_kv_split,
 )
 from rigwise.estimate.inference_moe import expert_gemm_factor
+from rigwise.estimate.launch_overhead import clock_scale
 from rigwise.hardware import Accelerator, Link
 from rigwise.models import ModelSpec
 
@@ -273,7 +274,7 @@ def decode_stage_parts(ctx: Context, stage: Stage, context: int, batch: int) -> 
         "memory_bandwidth": memory,
         "compute": compute,
         "host_offload": _host_seconds(ctx, stage, reads.host),
-        "kernel_overhead": layers * eff.decode_overhead_per_layer_s,
+        "kernel_overhead": layers * eff.decode_overhead_per_layer_s * clock_scale(ctx.engine, acc),
         "tensor_parallel_comm": _tp_comm(ctx, stage, batch),
     }
 
