@@ -111,3 +111,20 @@ def test_speed_ranges_are_the_plans_own_ranges() -> None:
     assert list(fit.prefill_tokens_per_s_interval or ()) == pytest.approx(
         data["prefill"]["tokens_per_s_interval"]
     )
+
+
+def test_a_model_an_engine_rule_refuses_shows_the_rule_not_memory() -> None:
+    """tp 3 breaks vLLM's heads rule for 32-head models: the lever names the rule, not a
+    memory shortfall that more devices would fix."""
+    report = fit_models(on="3x a100-sxm-80gb", engine="vllm")
+    mistral = {m.model: m for m in report.models}["mistral-7b-v0.3"]
+    assert mistral.status == "does not fit"
+    assert "tp-divides-attention-heads" in mistral.lever
+    assert "GB usable" not in mistral.lever
+
+
+def test_an_nvl72_node_runs_models_as_tp8_replicas() -> None:
+    report = fit_models(on="gb200-nvl72")
+    by_name = {m.model: m for m in report.models}
+    assert by_name["llama-3.1-70b"].status == "runs"
+    assert sum(m.status == "runs" for m in report.models) > 40

@@ -238,6 +238,8 @@ def fit_model(
         return _row(spec, use, SLOW, fastest, lever)
     if tried.last is None:
         return None  # the engine runs none of the quants for this model
+    if tried.last.broken_rule:  # an engine rule, not memory: more devices is no answer
+        return _row(spec, use, NO_FIT, tried.last, tried.last.reason)
     return _row(spec, use, NO_FIT, tried.last, _more_devices(plan, base, tried.last))
 
 

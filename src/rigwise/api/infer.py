@@ -19,6 +19,7 @@ from rigwise.api.infer_stages import (
     cluster_of,
     default_engine,
     default_kv,
+    default_layout,
     default_quant,
     file_quant,
     fitted_memory,
@@ -130,8 +131,9 @@ def _plan(opts: InferOptions) -> InferencePlan:
         opts.quant or file_quant(spec) or native_format(spec.name, engine) or default_quant(engine)
     )
     kv_dtype = opts.kv_quant or default_kv(engine, quant)
+    opts, layout_note = default_layout(opts, cluster, engine, spec, quant)
     stages = with_host(stages_of(opts, cluster, engine, spec.num_layers), opts.host)
-    notes: list[str] = []
+    notes: list[str] = [layout_note] if layout_note else []
     context = _context(opts, spec, engine, stages, notes)
     used = sum(s.tp for s in stages)
     if used < cluster.accelerator_count and opts.dp == 1 and opts.disagg is None:

@@ -9,6 +9,7 @@ plans per second.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -25,6 +26,7 @@ from rigwise.estimate.inference_memory import (
     offload_fraction,
     stage_memory,
     summarize,
+    usable_memory_bytes,
 )
 from rigwise.estimate.serving_layout import ReplicaLayout, auto_offload, replica_stages
 from rigwise.hardware import Accelerator, Cluster
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
 GGUF_ENGINES = ("llama.cpp", "ollama")
 DEFAULT_QUANT = {"llama.cpp": "Q4_K_M", "ollama": "Q4_K_M", "mlx": "Q4_0"}
 _DEFAULT_KV = {"llama.cpp": "f16", "ollama": "f16", "mlx": "f16"}
+_MAX_DEFAULT_TP = 8  # the largest NVLink tensor-parallel group engines' recipes use by default
 
 
 def model_of(name: str) -> ModelSpec:
@@ -106,13 +109,61 @@ def canonical_quant(name: str) -> str:
     return quant_format(name).name
 
 
+def _split(options: InferOptions, engine: str) -> str:
+    return options.split or ("layer" if engine in (*GGUF_ENGINES, "mlx") else "tensor")
+
+
+def _allowed_tp(engine: str, spec: ModelSpec, cluster: Cluster, quant: str) -> int | None:
+    """The largest tp <= 8 dividing the node's devices that the engine's head rules allow,
+    or None where a whole-node group is allowed (or nothing is)."""
+    from rigwise.estimate.engine_rules import violation
+
+    node = cluster.runs[0][0]
+    if violation(engine, spec, [node.accelerator], quant, [node.count]) is None:
+        return None
+    for width in range(_MAX_DEFAULT_TP, 0, -1):
+        allowed = violation(engine, spec, [node.accelerator], quant, [width]) is None
+        if node.count % width == 0 and allowed:
+            return width
+    return None
+
+
+def default_layout(
+    options: InferOptions, cluster: Cluster, engine: str, spec: ModelSpec, quant: str
+) -> tuple[InferOptions, str | None]:
+    """A node larger than 8 devices (GB200 NVL72) with no --tp/--pp/--dp: one tensor-parallel
+    group of the whole node breaks the engine's head rules for every model (no model's heads
+    divide 72), so take the largest tp <= 8 the rules allow, the fewest pipeline stages whose
+    weights fit, and the rest of the node as data-parallel replicas; with the note saying so."""
+    asked = (options.tp, options.pp, options.disagg, options.dp, options.ep, options.attention_dp)
+    kinds = {(node.accelerator.id, node.count) for node, _ in cluster.runs}
+    node = cluster.runs[0][0]
+    if asked != (None, None, None, 1, 1, 1) or _split(options, engine) != "tensor":
+        return options, None
+    if len(kinds) > 1 or node.count <= _MAX_DEFAULT_TP:
+        return options, None
+    width = _allowed_tp(engine, spec, cluster, quant)
+    if width is None:
+        return options, None
+    groups = cluster.accelerator_count // width
+    room = usable_memory_bytes(node.accelerator, overheads(engine, node.accelerator))
+    margin = overheads(engine, node.accelerator).tight_margin
+    pp = min(groups, max(1, math.ceil(spec.weights_bytes(quant) / (width * room * (1 - margin)))))
+    dp = groups // pp
+    note = (
+        f"No tensor-parallel group of a whole {node.count}-device node suits {spec.name} "
+        f"({spec.num_attention_heads} heads, engine rule); planned as tp {width} x pp {pp} "
+        f"with {dp} data-parallel replicas. Give --tp/--pp/--dp to choose."
+    )
+    return options.model_copy(update={"tp": width, "pp": pp if pp > 1 else None, "dp": dp}), note
+
+
 def stages_of(
     options: InferOptions, cluster: Cluster, engine: str, num_layers: int
 ) -> tuple[Stage, ...]:
-    split = options.split or ("layer" if engine in (*GGUF_ENGINES, "mlx") else "tensor")
     return replica_stages(
         cluster,
-        split,
+        _split(options, engine),
         ReplicaLayout(options.tp, options.pp, options.dp, options.ep, options.attention_dp),
         lambda acc: engine_overheads(engine, device_class(acc)),
         max_stages=num_layers,

@@ -173,18 +173,22 @@ class EngineDefaults:
     default_context: int  # 0: prompt + gen
     auto_offload: bool
     source: str
+    step_tokens: int = 0  # scheduler token budget per step; 0: engine_overheads workspace_tokens
 
 
 @functools.cache
 def engine_defaults(engine: str, memory_bytes: float) -> EngineDefaults:
-    """The engine's own context and offload defaults on a device of ``memory_bytes``."""
+    """The engine's own context, offload and step-budget defaults on a memory_bytes device."""
     gib = memory_bytes / GiB
     for row in read_csv("engine_defaults.csv"):
         if not any(fnmatch.fnmatchcase(engine, p) for p in _globs(row["engine"])):
             continue
         if float(row["min_vram_gb"]) <= gib < float(row["max_vram_gb"]):
             return EngineDefaults(
-                int(row["default_context"]), row["auto_offload"].lower() == "true", row["source"]
+                int(row["default_context"]),
+                row["auto_offload"].lower() == "true",
+                row["source"],
+                int(row.get("step_tokens") or 0),
             )
     return EngineDefaults(0, False, "")
 

@@ -15,6 +15,13 @@ with N requests kept in flight (a closed loop, as benchmark clients do), Little'
 1961, L = lambda W) gives each request's time in the system ``N x gen / aggregate``; what is not
 service is queueing, and it is added to the time to first token. Only one request that cannot
 fit at all is "does not fit"; concurrency alone never is.
+
+Time to first token under load: benchmark clients keep C equal requests in a closed loop, so a
+running batch is admitted together and its prompts are prefilled first come, first served in
+scheduler steps of ``T`` prompt tokens (vLLM ``max_num_batched_tokens``). Request k has its
+first token at the end of step ceil(k P / T), after min(ceil(k P / T) T, C P) prompt tokens;
+averaged over k that is about min(C P, (C + 1) / 2 P + T / 2) tokens (half a step of rounding),
+so TTFT grows with the prompts ahead, not with one prompt (``wave_ttft_seconds``).
 """
 
 from __future__ import annotations
@@ -23,6 +30,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
+from rigwise.estimate.engine_rules import engine_defaults
 from rigwise.estimate.inference import (
     Context,
     Phase,
@@ -90,6 +100,34 @@ class Costs:
     chunk_tokens: int = 8192  # tokens per scheduler step (vLLM max_num_batched_tokens)
 
 
+def wave_prefill_tokens(admitted: Any, prompt: int, step_tokens: int) -> Any:
+    """Mean prompt tokens prefilled up to the step that gives each of ``admitted`` requests
+    (arriving together, ``prompt`` tokens each) its first token, with ``step_tokens`` a step:
+    min(C P, (C + 1) / 2 P + T / 2). Floats or arrays of ``admitted``."""
+    c = np.asarray(admitted, dtype=float)
+    return np.minimum(c * prompt, (c + 1.0) / 2.0 * prompt + step_tokens / 2.0)
+
+
+def wave_ttft_seconds(
+    admitted: Any, prompt: int, budget: int, prefill_s: tuple[float, float], step_s: Any
+) -> Any:
+    """Mean time to first token of ``admitted`` requests arriving together, ``budget`` prompt
+    tokens a step; ``prefill_s`` is (one prompt alone, batched seconds per prompt token): one
+    prompt alone, the batched prefill of the prompt tokens ahead of it, and one decode step of
+    the running batch per scheduler step waited (chunked prefill interleaves their decode)."""
+    single_s, per_token_s = prefill_s
+    tokens = wave_prefill_tokens(admitted, prompt, max(1, budget))
+    steps = np.ceil(tokens / max(1, budget))
+    return single_s + (tokens - prompt) * per_token_s + steps * step_s
+
+
+def step_token_budget(ctx: Context, stages: tuple[Stage, ...]) -> int:
+    """Prompt tokens one scheduler step takes: the engine's default for the device
+    (engine_defaults.csv ``step_tokens``, e.g. vLLM 2048 below 70 GiB) or its workspace."""
+    found = engine_defaults(ctx.engine, stages[0].accelerator.memory_bytes).step_tokens
+    return found or ctx.overheads.workspace_tokens
+
+
 def kv_capacity_bytes(spec: ModelSpec, stages: tuple[Stage, ...], memory: MemoryBreakdown) -> float:
     """Model-wide KV bytes the free memory holds: the tightest stage sets it. Attention-DP
     ranks each keep their own requests' cache, so a stage holds ``attention_dp`` of them."""
@@ -147,9 +185,8 @@ def estimate_serving(
     cycle = batch * own_prefill + gen * step
     aggregate = batch * gen / cycle
     tpot = (cycle - own_prefill) / gen  # the others' prefill chunks interleave with our decode
-    # Our prompt goes in chunks of what the step budget leaves after the running decodes.
-    chunks = -(-prompt // max(1, costs.chunk_tokens - (batch - 1)))
-    ttft_service = costs.single_prefill_seconds + chunks * step
+    prefill_s = (costs.single_prefill_seconds, costs.prefill_seconds_per_token)
+    ttft_service = float(wave_ttft_seconds(batch, prompt, costs.chunk_tokens, prefill_s, step))
     in_system = per_replica * gen / aggregate  # Little's law, closed loop of per_replica clients
     wait = max(0.0, in_system - ttft_service - (gen - 1) * tpot) if per_replica > batch else 0.0
     queued = max(0, concurrency - replicas * batch)
@@ -159,7 +196,7 @@ def estimate_serving(
         if queued
         else ""
     )
-    total = aggregate * replicas
+    total = aggregate * min(replicas, concurrency)  # fewer requests than replicas: some idle
     return ServingEstimate(
         concurrency=concurrency,
         running_batch=batch,
@@ -198,7 +235,7 @@ def replica_costs(
         prefill_seconds_per_token=prefill_seconds_per_token_batched(ctx, stages, prompt),
         single_prefill_seconds=prefill.seconds,
         compute_bound_at=compute_bound,
-        chunk_tokens=ctx.overheads.workspace_tokens,
+        chunk_tokens=step_token_budget(ctx, stages),
     )
 
 

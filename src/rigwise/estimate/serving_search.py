@@ -30,7 +30,7 @@ from rigwise.estimate.inference import (
     prefill_seconds_per_token_batched,
 )
 from rigwise.estimate.inference_memory import MemoryBreakdown, Stage
-from rigwise.estimate.serving import max_concurrency
+from rigwise.estimate.serving import max_concurrency, step_token_budget, wave_ttft_seconds
 from rigwise.estimate.serving_disagg import kv_transfer_seconds
 from rigwise.estimate.serving_layout import ReplicaLayout, check_rules
 from rigwise.hardware import Cluster, Link
@@ -181,14 +181,13 @@ def _aggregated(shape: Shape, network: Link | None, request: SearchRequest) -> d
     batch, step = _step(shape, network, request)
     own = request.prompt * shape.prefill_per_token_s
     cycle = batch * own + request.gen * step
-    chunks = np.ceil(
-        request.prompt / np.maximum(1, shape.ctx.overheads.workspace_tokens - batch + 1)
-    )
+    budget = step_token_budget(shape.ctx, shape.stages)
+    prefill_s = (shape.single_prefill_s, shape.prefill_per_token_s)
     dp = request.gpus // shape.gpus
     tpot = (cycle - own) / request.gen
     return {
         "running_batch": batch,
-        "ttft_s": shape.single_prefill_s + chunks * step,
+        "ttft_s": wave_ttft_seconds(batch, request.prompt, budget, prefill_s, step),
         "tpot_s": tpot,
         "tokens_per_s_per_gpu": batch * request.gen / cycle / shape.gpus,
         "tokens_per_s_per_user": 1.0 / tpot,

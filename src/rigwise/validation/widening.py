@@ -251,7 +251,10 @@ def widening_text(fits: Sequence[WideningFit]) -> str:
         "# leave layouts on more than half the devices out; unseen and scale beyond the device",
         "# factor. value = the largest over those schemes of the",
         "# smallest factor covering >= 80 % of a scheme's held-out cases (split-conformal rank),",
-        "# never below 1; with no cases, the prior. coverage_* = over all schemes' cases pooled.",
+        "# never below 1; with no cases, the prior. coverage_* = over all schemes' cases pooled",
+        "# (for unseen and scale, 'unwidened' = with the device factor alone). In-sample: the",
+        "# held-out coverage of plans (validate intervals) scores each device with factors",
+        "# fitted without its cases.",
         "# A metric's own row (enough cases from 2+ devices) overrides the pooled '*' row.",
         "factor,metric,value,prior,cases,groups,coverage_unwidened,coverage_prior,coverage_chosen",
     ]

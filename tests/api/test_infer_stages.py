@@ -1,0 +1,36 @@
+"""The layout plan_inference picks when none is given on a node larger than 8 devices."""
+
+from __future__ import annotations
+
+from rigwise.api.infer import plan_inference
+
+
+def test_nvl72_defaults_to_the_largest_tp_the_heads_allow_and_replicas() -> None:
+    """No tp > 8 divides both llama-3.1-70b's 64 heads and 72 devices (72 = 8 x 9): tp 8,
+    and 70.6B x 2 bytes = 141 GB fits one group of 8, so 72 / 8 = 9 replicas."""
+    plan = plan_inference(model="llama-3.1-70b", on="gb200-nvl72")
+    assert plan.fits
+    assert (plan.layout.tp, plan.layout.pp, plan.layout.dp) == (8, 1, 9)
+    assert plan.layout.gpus == 72
+    assert any("9 data-parallel replicas" in note for note in plan.notes)
+
+
+def test_a_given_layout_is_kept() -> None:
+    plan = plan_inference(model="llama-3.1-70b", on="gb200-nvl72", tp=4, dp=2)
+    assert (plan.layout.tp, plan.layout.dp) == (4, 2)
+    assert not any("data-parallel replicas" in note for note in plan.notes)
+
+
+def test_an_eight_device_node_is_left_alone() -> None:
+    plan = plan_inference(model="llama-3.1-70b", on="8x h100-sxm")
+    assert (plan.layout.tp, plan.layout.dp) == (8, 1)
+    refused = plan_inference(model="llama-3-70b", on="3x rtx-3090", engine="vllm", quant="AWQ")
+    assert refused.broken_rule == "tp-divides-attention-heads"  # the rule still refuses tp 3
+
+
+def test_a_model_larger_than_one_group_pipelines_and_replicates_the_rest() -> None:
+    """kimi-k2 in BF16 is ~2.05 TB: more than one group of 8 x 180 GB usable, less than two,
+    so pp 2; 9 groups of 8 make 4 replicas of 2 (64 devices), one group idles."""
+    plan = plan_inference(model="kimi-k2", on="gb200-nvl72", quant="BF16")
+    assert plan.fits
+    assert (plan.layout.tp, plan.layout.pp, plan.layout.dp, plan.layout.gpus) == (8, 2, 4, 64)
