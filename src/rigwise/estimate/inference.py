@@ -30,6 +30,7 @@ from rigwise.estimate.inference_memory import (
     expert_weight_share,
     stage_kv_split,
 )
+from rigwise.estimate.inference_moe import expert_gemm_factor
 from rigwise.estimate.launch_overhead import clock_scale
 from rigwise.hardware import Accelerator, Link
 from rigwise.models import ModelSpec
@@ -291,6 +292,9 @@ def prefill_stage_parts(ctx: Context, stage: Stage, prompt: int) -> dict[str, fl
     share = stage.layer_fraction / stage.tp
     reached = peak_flops(acc, gemm.prefill_dtype) * gemm.prefill_compute_efficiency
     matmul = prompt * matmul_flops * share / (reached * build.prefill_speed_scale)
+    matmul *= expert_gemm_factor(
+        ctx.spec, stage, min(prompt, ctx.overheads.workspace_tokens), matmul_flops
+    )
     attention_peak = peak_flops(acc, attention_dtype(ctx, eff)) * build.prefill_speed_scale
     attention = (
         prompt * attention_flops * share / (attention_peak * eff.prefill_attention_efficiency)
@@ -443,6 +447,9 @@ def prefill_seconds_per_token_batched(
         peak = peak_flops(stage.accelerator, eff.prefill_dtype)
         share = stage.layer_fraction / stage.tp
         seconds = matmul_flops * share / (peak * eff.serving_compute_efficiency)
+        seconds *= expert_gemm_factor(
+            ctx.spec, stage, ctx.overheads.workspace_tokens, matmul_flops
+        )  # a full step of prompt tokens
         attention_peak = peak_flops(stage.accelerator, attention_dtype(ctx, eff))
         seconds += attention_flops * share / (attention_peak * eff.prefill_attention_efficiency)
         total = max(total, seconds) if ctx.overheads.pipelined_serving else total + seconds
