@@ -11,8 +11,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from pydantic import ValidationError
-
 from rigwise.api.infer_options import ENGINES, MAX_CONTEXT_TOKENS, InferOptions
 from rigwise.api.infer_stages import (
     DEFAULT_QUANT,
@@ -32,7 +30,7 @@ from rigwise.api.infer_stages import (
     with_host,
 )
 from rigwise.api.levers import suggest_levers
-from rigwise.errors import InputError, validation_message
+from rigwise.errors import InputError
 from rigwise.estimate.engine_rules import native_format
 from rigwise.estimate.inference import (
     Context,
@@ -58,6 +56,7 @@ from rigwise.plans import (
 )
 from rigwise.serialize import register_json_finish
 from rigwise.units import parse_seconds
+from rigwise.validate_input import merged_options, validated
 
 # P10-P90 ranges beside the numbers in the plan's JSON: estimate/plan_intervals.py
 register_json_finish(InferencePlan, add_inference_intervals)
@@ -75,7 +74,7 @@ def plan_inference(options: InferOptions | None = None, /, **fields: object) -> 
     if "max" in (fields.get("context"), fields.get("prompt")):
         from rigwise.api.context import plan_with_max
 
-        given = {**(options.model_dump(exclude_unset=True) if options else {}), **fields}
+        given = merged_options(options, fields)
         spec = model_of(str(given["model"]))
         at_max: InferencePlan = plan_with_max(given, plan_inference, _replan, spec)
         return at_max
@@ -89,12 +88,8 @@ def plan_inference(options: InferOptions | None = None, /, **fields: object) -> 
 def _options(options: InferOptions | None, fields: Mapping[str, object]) -> InferOptions:
     if options is not None and not fields:
         return options
-    given = {**(options.model_dump(exclude_unset=True) if options else {}), **fields}
-    try:
-        return InferOptions.model_validate(given)
-    except ValidationError as exc:
-        message = validation_message(exc, "Bad option")
-        raise InputError(message, hint="See `rigwise infer --help`.") from None
+    given = merged_options(options, fields)
+    return validated(InferOptions, given, "Bad option", "See `rigwise infer --help`.")
 
 
 def _plan_quiet(options: InferOptions) -> InferencePlan:
