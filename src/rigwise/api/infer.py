@@ -135,12 +135,7 @@ def _plan(opts: InferOptions) -> InferencePlan:
     stages = with_host(stages_of(opts, cluster, engine, spec.num_layers), opts.host)
     notes: list[str] = [layout_note] if layout_note else []
     context = _context(opts, spec, engine, stages, notes)
-    used = sum(s.tp for s in stages)
-    if used < cluster.accelerator_count and opts.dp == 1 and opts.disagg is None:
-        notes.append(  # a pipeline has at most one stage per layer
-            f"Only {used:,} of the {cluster.accelerator_count:,} devices hold layers "
-            f"({spec.num_layers} layers, one pipeline stage per layer at most); the rest idle."
-        )
+    notes.extend(_idle_devices(opts, cluster, stages, spec.num_layers))
     ctx = Context(
         spec=spec,
         engine=engine,
@@ -183,6 +178,19 @@ def _plan(opts: InferOptions) -> InferencePlan:
     if memory.verdict == DOES_NOT_FIT:
         return plan
     return _with_speed(plan, opts, ctx, stages, cluster)
+
+
+def _idle_devices(
+    opts: InferOptions, cluster: Cluster, stages: tuple[Stage, ...], layers: int
+) -> list[str]:
+    """A note when a pipeline (at most one stage per layer) leaves devices without layers."""
+    used = sum(s.tp for s in stages)
+    if used < cluster.accelerator_count and opts.dp == 1 and opts.disagg is None:
+        return [
+            f"Only {used:,} of the {cluster.accelerator_count:,} devices hold layers "
+            f"({layers} layers, one pipeline stage per layer at most); the rest idle."
+        ]
+    return []
 
 
 def _hardware_label(opts: InferOptions) -> str:

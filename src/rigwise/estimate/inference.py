@@ -19,6 +19,7 @@ from typing import Any
 
 from rigwise.errors import InputError
 from rigwise.estimate import comms
+from rigwise.estimate.dequant import extra_traffic_ratio
 from rigwise.estimate.engine_builds import build_effects
 from rigwise.estimate.engine_rules import compute_capability
 from rigwise.estimate.inference_memory import (
@@ -260,8 +261,9 @@ def decode_stage_parts(ctx: Context, stage: Stage, context: int, batch: int) -> 
     kv = batch * kv_bytes(ctx.spec, context, ctx.kv_dtype) * stage.layer_fraction
     kv /= stage_kv_split(ctx.spec, stage)
     bandwidth = acc.memory_bandwidth_bytes_per_s * eff.decode_bandwidth_efficiency
-    memory = reads.device_dense / bandwidth
-    memory += reads.device_experts / (bandwidth * eff.moe_expert_efficiency)
+    dequant = 1 + extra_traffic_ratio(ctx.engine, ctx.quant)  # unfused kernels move more
+    memory = reads.device_dense * dequant / bandwidth
+    memory += reads.device_experts * dequant / (bandwidth * eff.moe_expert_efficiency)
     memory += kv / (acc.memory_bandwidth_bytes_per_s * eff.decode_kv_bandwidth_efficiency)
     flops = batch * sum(flops_parts(ctx.spec, context)) * stage.layer_fraction / stage.tp
     single = batch == 1  # a bool, or a bool array when a search passes batches as an array
