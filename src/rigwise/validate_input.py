@@ -13,14 +13,17 @@ import functools
 import json
 import stat
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 
 if TYPE_CHECKING:
     import yaml
+    from pydantic import BaseModel
 
-from rigwise.errors import InputError, shown_value
+from rigwise.errors import InputError, shown_value, validation_message
+
+Model = TypeVar("Model", bound="BaseModel")
 
 MAX_FILE_BYTES = 4 * 1024 * 1024
 """Largest text file (config, rig, cluster, queries line set) read from a user: 4 MiB."""
@@ -225,3 +228,20 @@ def _max_depth(text: str) -> int:
 def _first_line(exc: yaml.YAMLError) -> str:
     text = str(exc).strip().splitlines()
     return " ".join(line.strip() for line in text[:4])[:300]
+
+
+def validated(model: type[Model], data: object, where: str, hint: str) -> Model:
+    """``model.model_validate(data)``, or an ``InputError`` naming each bad key, its value and
+    the rule (``errors.validation_message``) with ``hint``: the one way an edge (options,
+    files) turns a pydantic ValidationError into bad input."""
+    from pydantic import ValidationError
+
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise InputError(validation_message(exc, where), hint=hint) from None
+
+
+def merged_options(options: BaseModel | None, fields: Mapping[str, object]) -> dict[str, object]:
+    """The options set explicitly: an options object's set fields, overridden by keywords."""
+    return {**(options.model_dump(exclude_unset=True) if options else {}), **fields}

@@ -11,8 +11,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from pydantic import ValidationError
-
 from rigwise.api.infer_options import ENGINES, MAX_CONTEXT_TOKENS, InferOptions
 from rigwise.api.infer_stages import (
     DEFAULT_QUANT,
@@ -32,7 +30,7 @@ from rigwise.api.infer_stages import (
     with_host,
 )
 from rigwise.api.levers import suggest_levers
-from rigwise.errors import InputError, validation_message
+from rigwise.errors import InputError
 from rigwise.estimate.engine_rules import native_format
 from rigwise.estimate.inference import (
     Context,
@@ -58,6 +56,7 @@ from rigwise.plans import (
 )
 from rigwise.serialize import register_json_finish
 from rigwise.units import parse_seconds
+from rigwise.validate_input import merged_options, validated
 
 # P10-P90 ranges beside the numbers in the plan's JSON: estimate/plan_intervals.py
 register_json_finish(InferencePlan, add_inference_intervals)
@@ -75,7 +74,7 @@ def plan_inference(options: InferOptions | None = None, /, **fields: object) -> 
     if "max" in (fields.get("context"), fields.get("prompt")):
         from rigwise.api.context import plan_with_max
 
-        given = {**(options.model_dump(exclude_unset=True) if options else {}), **fields}
+        given = merged_options(options, fields)
         spec = model_of(str(given["model"]))
         at_max: InferencePlan = plan_with_max(given, plan_inference, _replan, spec)
         return at_max
@@ -89,12 +88,8 @@ def plan_inference(options: InferOptions | None = None, /, **fields: object) -> 
 def _options(options: InferOptions | None, fields: Mapping[str, object]) -> InferOptions:
     if options is not None and not fields:
         return options
-    given = {**(options.model_dump(exclude_unset=True) if options else {}), **fields}
-    try:
-        return InferOptions.model_validate(given)
-    except ValidationError as exc:
-        message = validation_message(exc, "Bad option")
-        raise InputError(message, hint="See `rigwise infer --help`.") from None
+    given = merged_options(options, fields)
+    return validated(InferOptions, given, "Bad option", "See `rigwise infer --help`.")
 
 
 def _plan_quiet(options: InferOptions) -> InferencePlan:
@@ -140,12 +135,7 @@ def _plan(opts: InferOptions) -> InferencePlan:
     stages = with_host(stages_of(opts, cluster, engine, spec.num_layers), opts.host)
     notes: list[str] = [layout_note] if layout_note else []
     context = _context(opts, spec, engine, stages, notes)
-    used = sum(s.tp for s in stages)
-    if used < cluster.accelerator_count and opts.dp == 1 and opts.disagg is None:
-        notes.append(  # a pipeline has at most one stage per layer
-            f"Only {used:,} of the {cluster.accelerator_count:,} devices hold layers "
-            f"({spec.num_layers} layers, one pipeline stage per layer at most); the rest idle."
-        )
+    notes.extend(_idle_devices(opts, cluster, stages, spec.num_layers))
     ctx = Context(
         spec=spec,
         engine=engine,
@@ -188,6 +178,19 @@ def _plan(opts: InferOptions) -> InferencePlan:
     if memory.verdict == DOES_NOT_FIT:
         return plan
     return _with_speed(plan, opts, ctx, stages, cluster)
+
+
+def _idle_devices(
+    opts: InferOptions, cluster: Cluster, stages: tuple[Stage, ...], layers: int
+) -> list[str]:
+    """A note when a pipeline (at most one stage per layer) leaves devices without layers."""
+    used = sum(s.tp for s in stages)
+    if used < cluster.accelerator_count and opts.dp == 1 and opts.disagg is None:
+        return [
+            f"Only {used:,} of the {cluster.accelerator_count:,} devices hold layers "
+            f"({layers} layers, one pipeline stage per layer at most); the rest idle."
+        ]
+    return []
 
 
 def _hardware_label(opts: InferOptions) -> str:

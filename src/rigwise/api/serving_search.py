@@ -13,10 +13,9 @@ import time
 from collections import Counter
 from dataclasses import replace
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from rigwise.api import infer_stages as _stages
-from rigwise.errors import InputError, validation_message
 from rigwise.estimate.inference import Context, catalog_efficiency
 from rigwise.estimate.inference_memory import MemoryBreakdown, Stage
 from rigwise.estimate.serving_layout import ReplicaLayout, replica_stages
@@ -29,6 +28,7 @@ from rigwise.estimate.serving_search import (
     search_serving,
 )
 from rigwise.units import parse_seconds
+from rigwise.validate_input import merged_options, validated
 
 _SERVER_QUANTS = ("BF16", "FP8", "NVFP4")  # searched when --quant is not given; rules prune
 
@@ -61,13 +61,8 @@ def search_serving_layouts(
     """Search aggregated and disaggregated layouts; pass a ``SearchOptions`` or its fields as
     keywords (keywords override)."""
     started = time.perf_counter()
-    given = {**(options.model_dump(exclude_unset=True) if options else {}), **fields}
-    try:
-        opts = SearchOptions.model_validate(given)
-    except ValidationError as exc:
-        raise InputError(
-            validation_message(exc, "Bad option"), hint="See `rigwise infer --help`."
-        ) from None
+    given = merged_options(options, fields)
+    opts = validated(SearchOptions, given, "Bad option", "See `rigwise infer --help`.")
     spec = _stages.model_of(opts.model)
     cluster = _stages.cluster_of(opts.on, opts.nodes, opts.network, opts.cluster)
     engine = opts.engine or "vllm"

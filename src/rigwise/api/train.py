@@ -13,11 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from pydantic import ValidationError
-
 from rigwise.api._lookup import cached_cluster, cached_model
 from rigwise.api.train_options import TrainOptions
-from rigwise.errors import InputError, validation_message
+from rigwise.errors import InputError
 from rigwise.estimate.compute import TrainingFactors, training_factors
 from rigwise.estimate.training import evaluate, plan_from
 from rigwise.estimate.training_layout import (
@@ -39,6 +37,7 @@ from rigwise.search import (
     prune_rules,
     search_layouts,
 )
+from rigwise.validate_input import merged_options, validated
 
 _LAYOUT_FLAGS = ("tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch", "zero", "recompute")
 
@@ -142,7 +141,7 @@ def _price(opts: TrainOptions, fabric: Fabric) -> float | None:
 
 def _given(options: TrainOptions | None, fields: Mapping[str, object]) -> dict[str, object]:
     """The options set explicitly: the object's set fields, overridden by keywords."""
-    return {**(options.model_dump(exclude_unset=True) if options else {}), **fields}
+    return merged_options(options, fields)
 
 
 def _validated(options: Mapping[str, object]) -> TrainOptions:
@@ -155,11 +154,7 @@ def _validated(options: Mapping[str, object]) -> TrainOptions:
     calibration = options.get("calibration")
     if isinstance(calibration, Mapping):
         options = {**options, "calibration": dict(calibration)}
-    try:
-        return TrainOptions.model_validate(options)
-    except ValidationError as exc:
-        message = validation_message(exc, "Bad option")
-        raise InputError(message, hint="See `rigwise train --help`.") from None
+    return validated(TrainOptions, options, "Bad option", "See `rigwise train --help`.")
 
 
 def plan_training(options: TrainOptions | None = None, /, **fields: object) -> TrainingPlan:

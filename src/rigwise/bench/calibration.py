@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rigwise.serialize import JsonObject
 from rigwise.units import GiB
 
 DATA_DIR_ENV = "RIGWISE_DATA_DIR"
@@ -163,7 +164,7 @@ def load_calibration(accelerator_id: str, fingerprint_id: str | None = None) -> 
 
 
 @dataclass(frozen=True)
-class CalibrationSource:
+class CalibrationSource(JsonObject):
     """Which stored run a ``--calibrated`` plan uses, and how old it is."""
 
     run_id: int
@@ -181,16 +182,6 @@ class CalibrationSource:
             f"calibration from run {self.run_id}{quick}, {self.origin}, {self.started_at} "
             f"({age} old): {', '.join(self.keys)}"
         )
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "run_id": self.run_id,
-            "started_at": self.started_at,
-            "quick": self.quick,
-            "age_s": self.age_s,
-            "keys": list(self.keys),
-            "origin": self.origin,
-        }
 
 
 def calibration_source(
@@ -229,21 +220,12 @@ def calibration_source(
 
 
 @dataclass(frozen=True)
-class HistoryEntry:
+class HistoryEntry(JsonObject):
     run_id: int
     started_at: str
     quick: bool
     values: dict[str, float]  # "<name>@<device>" -> value
     units: dict[str, str]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "run_id": self.run_id,
-            "started_at": self.started_at,
-            "quick": self.quick,
-            "values": self.values,
-            "units": self.units,
-        }
 
 
 def history(fingerprint_id: str | None = None, limit: int = 20) -> tuple[HistoryEntry, ...]:

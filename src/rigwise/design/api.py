@@ -10,11 +10,12 @@ from __future__ import annotations
 import datetime as dt
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from rigwise.design.designer import Design, DesignRequest, design
-from rigwise.errors import InputError, validation_message
+from rigwise.errors import InputError
 from rigwise.units import parse_count, parse_seconds
+from rigwise.validate_input import merged_options, validated
 
 
 class BuildOptions(BaseModel):
@@ -125,11 +126,6 @@ def design_request(opts: BuildOptions) -> DesignRequest:
 def design_builds(options: BuildOptions | None = None, /, **fields: object) -> Design:
     """Ranked builds for the options (a ``BuildOptions``, or its fields as keywords; keywords
     override); bad values raise ``InputError`` naming the option."""
-    given = {**(options.model_dump(exclude_unset=True) if options else {}), **fields}
-    try:
-        opts = BuildOptions.model_validate(given)
-    except ValidationError as exc:
-        raise InputError(
-            validation_message(exc, "Bad build options"), hint="See `rigwise build --help`."
-        ) from None
+    given = merged_options(options, fields)
+    opts = validated(BuildOptions, given, "Bad build options", "See `rigwise build --help`.")
     return design(design_request(opts))

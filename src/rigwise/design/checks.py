@@ -8,33 +8,28 @@ all and returns a ``RigCheck`` with the verdict, the lane budget table and the p
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from rigwise.design import parts
 from rigwise.design.rigfile import PlacedGpu, Rig
+from rigwise.serialize import JsonObject
 from rigwise.units import format_bytes
 
 
 @dataclass(frozen=True)
-class Problem:
+class Problem(JsonObject):
     check: str  # slots | width | case | lanes | cpu | ram | psu | transients | connectors | ...
     severity: str  # error | warning | info
     message: str
     fix: str = ""
 
-    def to_dict(self) -> dict[str, str]:
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class LaneRow:
+class LaneRow(JsonObject):
     device: str
     lanes: int
     source: str  # cpu | chipset | switch | board
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass(frozen=True)

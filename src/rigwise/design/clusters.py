@@ -8,14 +8,15 @@ from the planners, with the memory each pool brings.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from rigwise.design.planner import Estimate, Planner, rigwise_planner
+from rigwise.serialize import JsonObject
 
 
 @dataclass(frozen=True)
-class PoolCase:
+class PoolCase(JsonObject):
     on: str
     nodes: int
     network: str | None
@@ -23,9 +24,6 @@ class PoolCase:
     fits: bool
     decode_tokens_per_s: float | None
     reason: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,11 @@ costs more than the API would for the same tokens.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rigwise.catalog.loader import read_csv
+from rigwise.serialize import JsonObject
 
 if TYPE_CHECKING:
     from rigwise.design.options import BuildOption
@@ -49,7 +50,7 @@ def api_prices(model: str) -> tuple[ApiPrice, ...]:
 
 
 @dataclass(frozen=True)
-class Comparison:
+class Comparison(JsonObject):
     """One bought build against renting its GPUs and against the cheapest comparable API."""
 
     build: str
@@ -63,9 +64,6 @@ class Comparison:
     api_usd_per_month: float | None  # the build's monthly tokens at the API's output price
     electricity_usd_per_month: float
     api_break_even_months: float | None  # None: never (or no API price / no tokens)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
     def lines(self) -> tuple[str, ...]:
         """The comparison as sentences for the text output."""

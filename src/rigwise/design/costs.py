@@ -12,17 +12,18 @@ Formulas (plain accounting, no fitted constants):
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from rigwise.design import parts
 from rigwise.design.rigfile import Rig
 from rigwise.errors import UnknownNameError, closest
 from rigwise.hardware import Accelerator
+from rigwise.serialize import JsonObject
 
 
 @dataclass(frozen=True)
-class PartLine:
+class PartLine(JsonObject):
     kind: str
     name: str
     quantity: int
@@ -34,9 +35,6 @@ class PartLine:
     @property
     def total_usd(self) -> float:
         return (self.unit_price_usd or 0.0) * self.quantity
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _line(
@@ -131,7 +129,7 @@ def electricity_price(region: str | None = None, usd_per_kwh: float | None = Non
 
 
 @dataclass(frozen=True)
-class CostBreakdown:
+class CostBreakdown(JsonObject):
     purchase_usd: float
     electricity_usd_per_year: float
     years: float
@@ -141,9 +139,6 @@ class CostBreakdown:
     usd_per_million_tokens: float | None
     rent_usd_per_hour: float | None
     break_even_hours: float | None  # hours of use after which owning beats renting
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def costs(

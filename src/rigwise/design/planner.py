@@ -5,14 +5,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from rigwise.errors import RigwiseError
+from rigwise.serialize import JsonObject
 
 
 @dataclass(frozen=True)
-class Estimate:
+class Estimate(JsonObject):
     fits: bool
     reason: str = ""
     decode_tokens_per_s: float | None = None
@@ -23,9 +24,6 @@ class Estimate:
     decode_tokens_per_s_interval: list[float] | None = None
     prefill_tokens_per_s_interval: list[float] | None = None
     time_to_train_s_interval: list[float] | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 class Planner(Protocol):

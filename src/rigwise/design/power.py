@@ -15,14 +15,15 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from rigwise.design import parts
 from rigwise.design.rigfile import Rig
+from rigwise.serialize import JsonObject
 
 
 @dataclass(frozen=True)
-class PowerBreakdown:
+class PowerBreakdown(JsonObject):
     """DC power by part at one state (idle or load), the total, and wall (AC) power."""
 
     state: str
@@ -35,9 +36,6 @@ class PowerBreakdown:
     fans_watts: float
     total_watts: float
     wall_watts: float
-
-    def to_dict(self) -> dict[str, float | str]:
-        return asdict(self)
 
 
 def _storage_watts(rig: Rig, key: str) -> float:
@@ -75,7 +73,7 @@ def rig_power(rig: Rig, state: str = "load") -> PowerBreakdown:
 
 
 @dataclass(frozen=True)
-class PowerLimitEffect:
+class PowerLimitEffect(JsonObject):
     """How much of its stock throughput a GPU keeps at a power limit, and from what data."""
 
     accelerator_id: str
@@ -85,9 +83,6 @@ class PowerLimitEffect:
     relative_throughput: float
     curve_from: str  # accelerator id whose measured curve was used
     source: str
-
-    def to_dict(self) -> dict[str, float | str]:
-        return asdict(self)
 
 
 def _curves() -> dict[tuple[str, str], list[tuple[float, float, str]]]:

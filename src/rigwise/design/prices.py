@@ -15,7 +15,7 @@ import datetime as dt
 import functools
 import io
 import os
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from rigwise.errors import InputError, validation_message
 from rigwise.hardware import Accelerator
+from rigwise.serialize import JsonObject
 
 DATA_DIR_ENV = "RIGWISE_DATA_DIR"  # shared with rigwise.bench.calibration
 STORE = "prices.csv"
@@ -50,16 +51,13 @@ class PriceRow(BaseModel):
 
 
 @dataclass(frozen=True)
-class UserPrice:
+class UserPrice(JsonObject):
     kind: str
     id: str
     condition: str
     usd: float
     date: str
     source: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def data_dir() -> Path:

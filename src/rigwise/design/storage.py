@@ -13,15 +13,15 @@ failure; we report the URE probability and which level tolerates it.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
 from rigwise.design import parts
 from rigwise.errors import InputError
+from rigwise.serialize import JsonObject
 
 
 @dataclass(frozen=True)
-class StoragePlan:
+class StoragePlan(JsonObject):
     level: str  # raid10 | raid6
     drive: str
     disks: int
@@ -35,9 +35,6 @@ class StoragePlan:
     price_date: str
     fits: bool
     reason: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _usable(level: str, disks: int, capacity: float) -> float:

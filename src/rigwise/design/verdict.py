@@ -15,37 +15,27 @@ from typing import Any
 
 from rigwise.catalog.loader import read_csv
 from rigwise.hardware import Accelerator
+from rigwise.serialize import JsonObject
 
 USES = ("chat", "serve", "finetune", "train")
 _ORDER = {"good": 0, "caution": 1, "bad": 2}
 
 
 @dataclass(frozen=True)
-class Reason:
+class Reason(JsonObject):
     rule: str
     severity: str
     reason: str
     source: str
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"rule": self.rule, "severity": self.severity, "reason": self.reason,
-                "source": self.source}  # fmt: skip
-
 
 @dataclass(frozen=True)
-class Verdict:
+class Verdict(JsonObject):
     """The card's verdict per use, each with the reasons that set it."""
 
     device: str
     uses: Mapping[str, str]  # use -> good | caution | bad
     reasons: Mapping[str, tuple[Reason, ...]]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "device": self.device,
-            "uses": dict(self.uses),
-            "reasons": {u: [r.to_dict() for r in rs] for u, rs in self.reasons.items()},
-        }
 
     def summary(self) -> str:
         """'good for chat; caution for serve; bad for finetune, train'."""

@@ -21,12 +21,13 @@ import numpy as np
 from rigwise.catalog.loader import read_csv
 from rigwise.catalog.match import most_specific
 from rigwise.errors import CatalogError, InputError
+from rigwise.serialize import JsonObject
 
 FILE = "efficiency_training.csv"
 
 
 @dataclass(frozen=True)
-class TrainingFactors:
+class TrainingFactors(JsonObject):
     """Efficiency factors for one accelerator (link factors are looked up by kind)."""
 
     matmul_efficiency_bf16: float
@@ -61,9 +62,6 @@ class TrainingFactors:
         if float8_scaling == "rowwise":
             return self.matmul_efficiency_fp8_rowwise
         return self.matmul_efficiency_fp8
-
-    def to_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 _DEVICE_FACTORS = tuple(

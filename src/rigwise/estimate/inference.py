@@ -19,6 +19,7 @@ from typing import Any
 
 from rigwise.errors import InputError
 from rigwise.estimate import comms
+from rigwise.estimate.dequant import extra_traffic_ratio
 from rigwise.estimate.engine_builds import build_effects
 from rigwise.estimate.engine_rules import compute_capability
 from rigwise.estimate.inference_memory import (
@@ -29,6 +30,7 @@ from rigwise.estimate.inference_memory import (
     expert_weight_share,
     stage_kv_split,
 )
+from rigwise.estimate.inference_moe import expert_gemm_factor
 from rigwise.estimate.launch_overhead import clock_scale
 from rigwise.hardware import Accelerator, Link
 from rigwise.models import ModelSpec
@@ -259,8 +261,9 @@ def decode_stage_parts(ctx: Context, stage: Stage, context: int, batch: int) -> 
     kv = batch * kv_bytes(ctx.spec, context, ctx.kv_dtype) * stage.layer_fraction
     kv /= stage_kv_split(ctx.spec, stage)
     bandwidth = acc.memory_bandwidth_bytes_per_s * eff.decode_bandwidth_efficiency
-    memory = reads.device_dense / bandwidth
-    memory += reads.device_experts / (bandwidth * eff.moe_expert_efficiency)
+    dequant = 1 + extra_traffic_ratio(ctx.engine, ctx.quant)  # unfused kernels move more
+    memory = reads.device_dense * dequant / bandwidth
+    memory += reads.device_experts * dequant / (bandwidth * eff.moe_expert_efficiency)
     memory += kv / (acc.memory_bandwidth_bytes_per_s * eff.decode_kv_bandwidth_efficiency)
     flops = batch * sum(flops_parts(ctx.spec, context)) * stage.layer_fraction / stage.tp
     single = batch == 1  # a bool, or a bool array when a search passes batches as an array
@@ -289,6 +292,9 @@ def prefill_stage_parts(ctx: Context, stage: Stage, prompt: int) -> dict[str, fl
     share = stage.layer_fraction / stage.tp
     reached = peak_flops(acc, gemm.prefill_dtype) * gemm.prefill_compute_efficiency
     matmul = prompt * matmul_flops * share / (reached * build.prefill_speed_scale)
+    matmul *= expert_gemm_factor(
+        ctx.spec, stage, min(prompt, ctx.overheads.workspace_tokens), matmul_flops
+    )
     attention_peak = peak_flops(acc, attention_dtype(ctx, eff)) * build.prefill_speed_scale
     attention = (
         prompt * attention_flops * share / (attention_peak * eff.prefill_attention_efficiency)
@@ -441,6 +447,9 @@ def prefill_seconds_per_token_batched(
         peak = peak_flops(stage.accelerator, eff.prefill_dtype)
         share = stage.layer_fraction / stage.tp
         seconds = matmul_flops * share / (peak * eff.serving_compute_efficiency)
+        seconds *= expert_gemm_factor(
+            ctx.spec, stage, ctx.overheads.workspace_tokens, matmul_flops
+        )  # a full step of prompt tokens
         attention_peak = peak_flops(stage.accelerator, attention_dtype(ctx, eff))
         seconds += attention_flops * share / (attention_peak * eff.prefill_attention_efficiency)
         total = max(total, seconds) if ctx.overheads.pipelined_serving else total + seconds

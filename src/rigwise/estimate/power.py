@@ -18,6 +18,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from rigwise.catalog.loader import read_csv
+from rigwise.serialize import JsonObject
 
 if TYPE_CHECKING:
     from rigwise.estimate.inference import Phase
@@ -26,21 +27,13 @@ CURVES = "parts/power_limit_curves.csv"
 
 
 @dataclass(frozen=True)
-class PowerPoint:
+class PowerPoint(JsonObject):
     """One accelerator at one power limit."""
 
     limit_watts: float  # the cap in force (TDP when none)
     relative_throughput: float  # of the speed at the stock limit
     drawn_watts: float  # mean board power while working
     curve: str  # "measured <accelerator>" or "cmos (cap/TDP)^exponent"
-
-    def to_dict(self) -> dict[str, float | str]:
-        return {
-            "limit_watts": self.limit_watts,
-            "relative_throughput": self.relative_throughput,
-            "drawn_watts": self.drawn_watts,
-            "curve": self.curve,
-        }
 
 
 @cache

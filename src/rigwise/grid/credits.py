@@ -9,11 +9,12 @@ live in ``grid_policy_default.yaml`` (section ``credit``), not here.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from rigwise.catalog.loader import read_yaml
 from rigwise.errors import InputError
+from rigwise.serialize import JsonObject
 
 SECONDS_PER_DAY = 86400.0
 
@@ -28,7 +29,7 @@ class CreditRule:
 
 
 @dataclass(frozen=True)
-class CreditBreakdown:
+class CreditBreakdown(JsonObject):
     """Credit for one node's share of one job, with the numbers it came from."""
 
     seconds: float
@@ -36,9 +37,6 @@ class CreditBreakdown:
     normalised_speed: float  # measured / reference FLOP/s
     reference_days: float  # seconds / 86400 x normalised speed
     credits: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def load_credit_rule(policy: dict[str, Any] | None = None) -> CreditRule:

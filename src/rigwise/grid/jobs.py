@@ -18,15 +18,16 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.orm import Session
 
-from rigwise.errors import InputError, validation_message
+from rigwise.errors import InputError
 from rigwise.grid.db import JobRow
 from rigwise.grid.harness import MODULE as HARNESS_MODULE
 from rigwise.grid.harness import grid_dataset
 from rigwise.grid.placement import HardwareProfile
 from rigwise.units import parse_bytes
+from rigwise.validate_input import validated
 
 KINDS = ("train", "evaluate", "serve", "command")
 STATES = ("queued", "running", "succeeded", "failed", "cancelled")
@@ -125,12 +126,7 @@ def parse_job(data: dict[str, Any], templates: dict[str, dict[str, Any]]) -> Job
             raise UnknownNameError("template", uses, closest(uses, templates))
         data = merge(templates[uses], {k: v for k, v in data.items() if k != "template"})
         data["template"] = {}
-    try:
-        model = _JobFile.model_validate(data)
-    except ValidationError as exc:
-        raise InputError(
-            validation_message(exc, "Job file"), hint="See the job template in docs/grid.md."
-        ) from None
+    model = validated(_JobFile, data, "Job file", "See the job template in docs/grid.md.")
     hardware = model.hardware
     profile = HardwareProfile(
         nodes=hardware.nodes,

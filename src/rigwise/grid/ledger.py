@@ -17,7 +17,7 @@ import hashlib
 import hmac
 import json
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from sqlalchemy.orm import Session
 from rigwise.errors import GridError
 from rigwise.grid import auth, credits
 from rigwise.grid.db import LedgerRow
+from rigwise.serialize import JsonObject
 
 GENESIS = "0" * 64
 KEY_FILE = "ledger-key"
@@ -85,16 +86,13 @@ def append(
 
 
 @dataclass(frozen=True)
-class ChainCheck:
+class ChainCheck(JsonObject):
     """The verdict on the ledger: ok, how many entries, and the first problem found."""
 
     ok: bool
     entries: int
     bad_entry: int | None = None
     problem: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _problem(row: LedgerRow, key: bytes, expected_prev: str) -> str:

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass, field
+
+from rigwise.serialize import JsonObject
 
 LABEL_PREFIX = "rigwise.io/"
 NODE_ID_LABEL = LABEL_PREFIX + "node-id"
@@ -51,16 +52,13 @@ class NodeView:
 
 
 @dataclass(frozen=True)
-class PlacementPlan:
+class PlacementPlan(JsonObject):
     feasible: bool
     reason: str
     strategy: str = "STRICT_PACK"
     bundles: tuple[dict[str, float], ...] = ()
     bundle_label_selector: tuple[dict[str, str], ...] = ()
     candidates: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def label_value(text: str) -> str:

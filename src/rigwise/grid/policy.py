@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rigwise.catalog.loader import read_yaml
 from rigwise.errors import InputError, validation_message
+from rigwise.serialize import JsonObject
 from rigwise.units import format_bytes
 
 DEFAULT_POLICY_FILE = "grid_policy_default.yaml"
@@ -72,7 +73,7 @@ class PolicyModel(BaseModel):
 
 
 @dataclass(frozen=True)
-class Policy:
+class Policy(JsonObject):
     min_gpus: int
     min_gpu_memory_bytes: float
     min_measured_flops: float
@@ -81,9 +82,6 @@ class Policy:
     min_network_bytes_per_s: float
     min_cpu_cores: int
     min_memory_bytes: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass(frozen=True)

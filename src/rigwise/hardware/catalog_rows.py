@@ -15,9 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rigwise.errors import CatalogError, validation_message
 from rigwise.hardware.types import DTYPES, Accelerator, Link, SystemPreset
-from rigwise.units import GiB
+from rigwise.units import GB, GiB  # bandwidths: decimal GB/s, as vendors quote them
 
-GB = 1e9  # bandwidths: decimal GB/s, as vendors quote them
 # Memory sizes: vendors' "GB" of DRAM/HBM are binary (a 24 GB RTX 3090 has 24576 MiB in
 # nvidia-smi, a 128 GB Mac 128 GiB, an 80 GB A100 81920 MiB), so memory_gb is read as GiB.
 TERA = 1e12

@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from rigwise.errors import InputError, shown_value, validation_message
+from rigwise.errors import InputError, shown_value
 from rigwise.hardware.catalog import link_catalog
 from rigwise.hardware.nodes import MAX_NODE_TEXT, MAX_NODES, check_cluster_size, node_from_text
 from rigwise.hardware.types import Cluster, Node
@@ -57,18 +57,19 @@ def _load_yaml(path: Path) -> Any:
 
 
 def _validated(path: Path, data: Any) -> ClusterFile:
+    from rigwise.validate_input import validated
+
     if not isinstance(data, dict):
         raise InputError(
             f"Cluster file {str(path)!r} must be a mapping with a 'nodes' list.",
             hint=f"Example:\n{_EXAMPLE}",
         )
-    try:
-        return ClusterFile.model_validate(data)
-    except ValidationError as exc:
-        raise InputError(
-            validation_message(exc, f"Cluster file {str(path)!r}"),
-            hint=f"Keys: nodes (list of on, count, host_memory_gb) and network. E.g.\n{_EXAMPLE}",
-        ) from exc
+    return validated(
+        ClusterFile,
+        data,
+        f"Cluster file {str(path)!r}",
+        f"Keys: nodes (list of on, count, host_memory_gb) and network. E.g.\n{_EXAMPLE}",
+    )
 
 
 def read_cluster_file(path: Path) -> Cluster:

@@ -10,10 +10,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rigwise.models.quant import QuantFormat, kv_cache_format, quant_format
+from rigwise.serialize import JsonObject
 
 
 @dataclass(frozen=True)
-class MoESpec:
+class MoESpec(JsonObject):
     num_experts: int  # routed experts per MoE layer
     experts_per_token: int  # routed experts active per token
     expert_intermediate_size: int
@@ -21,17 +22,6 @@ class MoESpec:
     shared_intermediate_size: int = 0
     num_moe_layers: int = 0  # layers with experts (others are dense)
     params_per_expert: int = 0  # one routed expert in one layer (all its matrices and biases)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "num_experts": self.num_experts,
-            "experts_per_token": self.experts_per_token,
-            "expert_intermediate_size": self.expert_intermediate_size,
-            "num_shared_experts": self.num_shared_experts,
-            "shared_intermediate_size": self.shared_intermediate_size,
-            "num_moe_layers": self.num_moe_layers,
-            "params_per_expert": self.params_per_expert,
-        }
 
 
 @dataclass(frozen=True)

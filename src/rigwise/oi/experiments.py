@@ -15,16 +15,16 @@ import re
 import sqlite3
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rigwise import __version__
-from rigwise.errors import InputError, validation_message
+from rigwise.errors import InputError
 from rigwise.oi.constants import Constants
 from rigwise.oi.health import HEALTH_RULES_VERSION
 from rigwise.oi.interlocks import RULES_VERSION
 from rigwise.oi.mea import Mea, detect_spikes
 from rigwise.oi.store import Store
-from rigwise.validate_input import load_yaml
+from rigwise.validate_input import load_yaml, validated
 
 FINAL = ("completed", "failed", "cancelled")
 
@@ -101,13 +101,12 @@ def validate(c: Constants, spec: ExperimentSpec) -> None:
 
 
 def parse_spec(c: Constants, text: str) -> ExperimentSpec:
-    try:
-        spec = ExperimentSpec.model_validate(load_yaml(text, "The experiment file"))
-    except ValidationError as exc:
-        raise InputError(
-            validation_message(exc, "Bad experiment file"),
-            hint="See docs/oi.md, section Experiments, for the fields.",
-        ) from exc
+    spec = validated(
+        ExperimentSpec,
+        load_yaml(text, "The experiment file"),
+        "Bad experiment file",
+        "See docs/oi.md, section Experiments, for the fields.",
+    )
     validate(c, spec)
     return spec
 

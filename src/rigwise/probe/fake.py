@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from rigwise.errors import InputError, shown_value, validation_message
+from rigwise.errors import InputError, shown_value
 from rigwise.probe.backend import GpuSample
 from rigwise.probe.matching import catalog_id
 from rigwise.probe.report import (
@@ -112,7 +112,7 @@ class FakeMachine(_Strict):
 
 
 def load_fake_machine(path: str | Path) -> FakeMachine:
-    from rigwise.validate_input import load_json, load_yaml, read_user_text
+    from rigwise.validate_input import load_json, load_yaml, read_user_text, validated
 
     file = Path(path)
     where = f"The fake hardware file {shown_value(str(file), 240)}"
@@ -122,11 +122,8 @@ def load_fake_machine(path: str | Path) -> FakeMachine:
         hint = f"Point {ENV_VAR} at a YAML or JSON file (see docs/probe.md) or unset it."
         raise InputError(exc.message, hint=hint) from None
     data = load_json(text, where) if file.suffix == ".json" else load_yaml(text, where)
-    try:
-        return FakeMachine.model_validate(data or {})
-    except ValidationError as exc:
-        hint = "Fix the named field; docs/probe.md shows the format."
-        raise InputError(validation_message(exc, where), hint=hint) from None
+    hint = "Fix the named field; docs/probe.md shows the format."
+    return validated(FakeMachine, data or {}, where, hint)
 
 
 class FakeBackend:

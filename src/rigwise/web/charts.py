@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-GB = 1e9
+from rigwise.units import GB
+
 _PALETTE = ("#2357c6", "#d9822b", "#1f7a3d", "#8e44ad", "#b3261e", "#5d6577")
 
 
