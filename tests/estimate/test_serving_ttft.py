@@ -59,6 +59,11 @@ def test_serving_ttft_grows_with_the_running_batch() -> None:
     result = estimate_serving(32, 64, 256, 128, costs)
     assert result.queue_wait_s == 0.0
     assert result.ttft_s == pytest.approx(0.01 + 4992e-5 + 3 * 0.005)
+    # A request lives one cycle, 32 x 256 x 1e-5 + 128 x 5 ms = 0.72192 s; the rest after its
+    # first token spreads over its other 127 tokens (the later prompts interleave).
+    assert result.tpot_s == pytest.approx((0.72192 - (0.01 + 4992e-5 + 0.015)) / 127)
+    alone = estimate_serving(1, 64, 256, 128, costs)
+    assert alone.tpot_s == pytest.approx(0.005)  # never less than a decode step
 
 
 def test_vllm_step_budget_follows_device_memory() -> None:
@@ -67,3 +72,6 @@ def test_vllm_step_budget_follows_device_memory() -> None:
     assert engine_defaults("vllm", 24 * GiB).step_tokens == 2048
     assert engine_defaults("vllm", 80e9).step_tokens == 8192
     assert engine_defaults("sglang", 80e9).step_tokens == 0  # its workspace applies
+    # max_num_seqs: 256 below 70 GiB, 1024 from 70 GiB
+    assert engine_defaults("vllm", 24 * GiB).max_sequences == 256
+    assert engine_defaults("vllm", 80e9).max_sequences == 1024

@@ -174,6 +174,7 @@ class EngineDefaults:
     auto_offload: bool
     source: str
     step_tokens: int = 0  # scheduler token budget per step; 0: engine_overheads workspace_tokens
+    max_sequences: int = 0  # running sequences per replica; 0: engine_overheads max_concurrency
 
 
 @functools.cache
@@ -189,6 +190,7 @@ def engine_defaults(engine: str, memory_bytes: float) -> EngineDefaults:
                 row["auto_offload"].lower() == "true",
                 row["source"],
                 int(row.get("step_tokens") or 0),
+                int(row.get("max_sequences") or 0),
             )
     return EngineDefaults(0, False, "")
 

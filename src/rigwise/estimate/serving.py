@@ -121,11 +121,28 @@ def wave_ttft_seconds(
     return single_s + (tokens - prompt) * per_token_s + steps * step_s
 
 
+def wave_tpot_seconds(cycle_s: Any, ttft_s: Any, step_s: Any, gen: int) -> Any:
+    """Time per output token after the first: a request lives one cycle of its batch (closed
+    loop), so what the cycle leaves after its first token is spread over its other tokens
+    (the prefills of the batch members behind it interleave with its decode); never less
+    than a decode step."""
+    if gen <= 1:
+        return step_s
+    return np.maximum(step_s, (cycle_s - ttft_s) / (gen - 1))
+
+
 def step_token_budget(ctx: Context, stages: tuple[Stage, ...]) -> int:
     """Prompt tokens one scheduler step takes: the engine's default for the device
     (engine_defaults.csv ``step_tokens``, e.g. vLLM 2048 below 70 GiB) or its workspace."""
     found = engine_defaults(ctx.engine, stages[0].accelerator.memory_bytes).step_tokens
     return found or ctx.overheads.workspace_tokens
+
+
+def engine_max_batch(ctx: Context, stages: tuple[Stage, ...]) -> int:
+    """Sequences one replica runs at once by default: the engine's default for the device
+    (engine_defaults.csv ``max_sequences``, e.g. vLLM 1024 from 70 GiB) or its catalog cap."""
+    found = engine_defaults(ctx.engine, stages[0].accelerator.memory_bytes).max_sequences
+    return found or ctx.overheads.max_concurrency
 
 
 def kv_capacity_bytes(spec: ModelSpec, stages: tuple[Stage, ...], memory: MemoryBreakdown) -> float:
@@ -184,9 +201,9 @@ def estimate_serving(
     own_prefill = prompt * costs.prefill_seconds_per_token
     cycle = batch * own_prefill + gen * step
     aggregate = batch * gen / cycle
-    tpot = (cycle - own_prefill) / gen  # the others' prefill chunks interleave with our decode
     prefill_s = (costs.single_prefill_seconds, costs.prefill_seconds_per_token)
     ttft_service = float(wave_ttft_seconds(batch, prompt, costs.chunk_tokens, prefill_s, step))
+    tpot = float(wave_tpot_seconds(cycle, ttft_service, step, gen))
     in_system = per_replica * gen / aggregate  # Little's law, closed loop of per_replica clients
     wait = max(0.0, in_system - ttft_service - (gen - 1) * tpot) if per_replica > batch else 0.0
     queued = max(0, concurrency - replicas * batch)
@@ -254,7 +271,7 @@ def serve_plan(
     every replica busy). ``shape`` is (prompt, gen, context); ``free_memory`` is the memory
     with no KV cache. ``max_batch`` defaults to the engine's."""
     prompt, gen, context = shape
-    cap = max_batch or ctx.overheads.max_concurrency
+    cap = max_batch or engine_max_batch(ctx, stages)
     request = min(context, prompt + gen)
     most = max_concurrency(ctx.spec, stages, free_memory, request, ctx.kv_dtype, cap)
     wanted = most * replicas if concurrency == "max" else int(concurrency)

@@ -19,7 +19,12 @@ from rigwise.errors import InputError
 from rigwise.estimate import comms
 from rigwise.estimate.inference import Context, Phase
 from rigwise.estimate.inference_memory import MemoryBreakdown, Stage
-from rigwise.estimate.serving import ServingEstimate, max_concurrency, replica_costs
+from rigwise.estimate.serving import (
+    ServingEstimate,
+    engine_max_batch,
+    max_concurrency,
+    replica_costs,
+)
 from rigwise.hardware import Link
 from rigwise.plans import DOES_NOT_FIT
 
@@ -146,7 +151,7 @@ def serve_disagg(
 
 def decode_capacity(ctx: Context, pool: Pool, request_tokens: int) -> int:
     """Requests of ``request_tokens`` one worker of ``pool`` runs at once."""
-    cap = pool.role.max_batch or ctx.overheads.max_concurrency
+    cap = pool.role.max_batch or engine_max_batch(ctx, pool.stages)
     return max_concurrency(ctx.spec, pool.stages, pool.free, request_tokens, ctx.kv_dtype, cap)
 
 

@@ -30,7 +30,13 @@ from rigwise.estimate.inference import (
     prefill_seconds_per_token_batched,
 )
 from rigwise.estimate.inference_memory import MemoryBreakdown, Stage
-from rigwise.estimate.serving import max_concurrency, step_token_budget, wave_ttft_seconds
+from rigwise.estimate.serving import (
+    engine_max_batch,
+    max_concurrency,
+    step_token_budget,
+    wave_tpot_seconds,
+    wave_ttft_seconds,
+)
 from rigwise.estimate.serving_disagg import kv_transfer_seconds
 from rigwise.estimate.serving_layout import ReplicaLayout, check_rules
 from rigwise.hardware import Cluster, Link
@@ -142,7 +148,7 @@ def build_shape(
     one = memory_for(stages, ctx, ctx.spec.kv_cache_bytes(request_tokens, ctx.kv_dtype))
     if one.verdict == DOES_NOT_FIT:
         return "memory: one request does not fit"
-    cap = request.max_batch or ctx.overheads.max_concurrency
+    cap = request.max_batch or engine_max_batch(ctx, stages)
     free = memory_for(stages, ctx, 0.0)
     most = max_concurrency(ctx.spec, stages, free, request_tokens, ctx.kv_dtype, cap)
     if most < 1:
@@ -184,10 +190,11 @@ def _aggregated(shape: Shape, network: Link | None, request: SearchRequest) -> d
     budget = step_token_budget(shape.ctx, shape.stages)
     prefill_s = (shape.single_prefill_s, shape.prefill_per_token_s)
     dp = request.gpus // shape.gpus
-    tpot = (cycle - own) / request.gen
+    ttft = wave_ttft_seconds(batch, request.prompt, budget, prefill_s, step)
+    tpot = wave_tpot_seconds(cycle, ttft, step, request.gen)
     return {
         "running_batch": batch,
-        "ttft_s": wave_ttft_seconds(batch, request.prompt, budget, prefill_s, step),
+        "ttft_s": ttft,
         "tpot_s": tpot,
         "tokens_per_s_per_gpu": batch * request.gen / cycle / shape.gpus,
         "tokens_per_s_per_user": 1.0 / tpot,
