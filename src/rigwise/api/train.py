@@ -11,13 +11,13 @@ The options class itself is ``rigwise.api.train_options`` (one documented field 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from rigwise.api._lookup import cached_cluster, cached_model
 from rigwise.api.train_options import TrainOptions
 from rigwise.errors import InputError
 from rigwise.estimate.compute import TrainingFactors, training_factors
-from rigwise.estimate.training import evaluate, plan_from
+from rigwise.estimate.training import Evaluation, evaluate, plan_from
 from rigwise.estimate.training_layout import (
     Geometry,
     Layout,
@@ -181,30 +181,61 @@ def plan_training(options: TrainOptions | None = None, /, **fields: object) -> T
         applied = ", ".join(f"{k}={v}" for k, v in preset.items() if k not in given)
         notes = (f"{opts.framework} defaults: {applied or 'none needed'}",)
     factors = training_factors(fabric.accelerator.id, opts.calibration)
-    geo = geometry(spec)
+    setup = _Setup(opts, spec, geometry(spec), fabric, factors, gpus)
     if opts.seq == "max":
-        plan = _longest_seq(opts, spec, geo, fabric, factors, gpus)
+        plan = _longest_seq(setup)
     else:
-        plan = _plan(opts, spec, geo, _workload(opts, spec, gpus, opts.seq), fabric, factors, gpus)
+        plan = _plan(setup, _workload(opts, spec, gpus, opts.seq))
     return replace(plan, notes=notes + plan.notes)
 
 
-def _plan(
-    opts: TrainOptions,
-    spec: ModelSpec,
-    geo: Geometry,
-    work: Workload,
-    fabric: Fabric,
-    factors: TrainingFactors,
-    gpus: int,
-) -> TrainingPlan:
+@dataclass(frozen=True)
+class _Setup:
+    """What every plan of one ``plan_training`` call shares: the options, the model and its
+    geometry, the fabric, the efficiency factors and the GPU count."""
+
+    opts: TrainOptions
+    spec: ModelSpec
+    geo: Geometry
+    fabric: Fabric
+    factors: TrainingFactors
+    gpus: int
+
+    def plan_at(self, ev: Evaluation, index: int, work: Workload) -> TrainingPlan:
+        """The plan of layout ``index`` of an evaluation."""
+        return plan_from(
+            ev,
+            index,
+            work=work,
+            model=self.spec.name,
+            fabric=self.fabric,
+            factors=self.factors,
+            price=_price(self.opts, self.fabric),
+            goodput=self.opts.goodput,
+        )
+
+    def infeasible(self, layout: Layout | None, reason: str) -> TrainingPlan:
+        return TrainingPlan(
+            fits=False,
+            reason=reason,
+            model=self.spec.name,
+            accelerator=self.fabric.accelerator.id,
+            gpus=self.gpus,
+            layout=layout,
+            memory_per_gpu=None,
+            step=None,
+        )
+
+
+def _plan(setup: _Setup, work: Workload) -> TrainingPlan:
+    opts = setup.opts
     if opts.search:
-        return _searched(opts, spec, geo, work, fabric, factors, gpus)
-    plan = _single(opts, spec, geo, work, fabric, factors, gpus)
+        return _searched(setup, work)
+    plan = _single(setup, work)
     free = [name for name in (*_LAYOUT_FLAGS, "sequence_parallel") if getattr(opts, name) is None]
     if plan.fits or not free or plan.memory_per_gpu is None:
         return plan
-    found = _searched(opts, spec, geo, work, fabric, factors, gpus)
+    found = _searched(setup, work)
     tried = found.search.generated if found.search else 0
     if not found.fits:
         reason = f"{plan.reason}; a search of {tried} layouts over {', '.join(free)} found none"
@@ -216,18 +247,12 @@ def _plan(
     return replace(found, notes=(note, *found.notes))
 
 
-def _longest_seq(
-    opts: TrainOptions,
-    spec: ModelSpec,
-    geo: Geometry,
-    fabric: Fabric,
-    factors: TrainingFactors,
-    gpus: int,
-) -> TrainingPlan:
+def _longest_seq(setup: _Setup) -> TrainingPlan:
     """The longest sequence (a multiple of 256, up to the model's context) that fits."""
+    opts, spec, gpus = setup.opts, setup.spec, setup.gpus
 
     def attempt(seq: int) -> TrainingPlan:
-        return _plan(opts, spec, geo, _workload(opts, spec, gpus, seq), fabric, factors, gpus)
+        return _plan(setup, _workload(opts, spec, gpus, seq))
 
     context = int(getattr(spec, "max_context", 0) or 0)
     seq: int
@@ -240,38 +265,18 @@ def _longest_seq(
     return replace(plan, notes=(note, *plan.notes))
 
 
-def _single(
-    opts: TrainOptions,
-    spec: ModelSpec,
-    geo: Geometry,
-    work: Workload,
-    fabric: Fabric,
-    factors: TrainingFactors,
-    gpus: int,
-) -> TrainingPlan:
-    layout = _given_layout(opts, work, gpus)
+def _single(setup: _Setup, work: Workload) -> TrainingPlan:
+    layout = _given_layout(setup.opts, work, setup.gpus)
     lay = LayoutArrays.from_layouts([layout])
-    broken = [
-        reason for reason, bad in prune_rules(geo, work, lay, gpus, fabric.gpus_per_node) if bad[0]
-    ]
+    rules = prune_rules(setup.geo, work, lay, setup.gpus, setup.fabric.gpus_per_node)
+    broken = [reason for reason, bad in rules if bad[0]]
     # A user (or a framework preset) may ask for SP with tp=1 or ZeRO with one data-parallel
     # rank (both no-ops), or TP without SP: all are valid layouts.
     broken = [b for b in broken if not b.startswith(("sequence parallel", "ZeRO needs"))]
     if broken:
-        return _infeasible(
-            spec, fabric, gpus, layout, "; ".join(broken) + f" (layout {_short(layout)})"
-        )
-    ev = evaluate(geo, work, lay, fabric, factors)
-    return plan_from(
-        ev,
-        0,
-        work=work,
-        model=spec.name,
-        fabric=fabric,
-        factors=factors,
-        price=_price(opts, fabric),
-        goodput=opts.goodput,
-    )
+        return setup.infeasible(layout, "; ".join(broken) + f" (layout {_short(layout)})")
+    ev = evaluate(setup.geo, work, lay, setup.fabric, setup.factors)
+    return setup.plan_at(ev, 0, work)
 
 
 def _short(layout: Layout) -> str:
@@ -281,55 +286,27 @@ def _short(layout: Layout) -> str:
     )
 
 
-def _infeasible(
-    spec: ModelSpec, fabric: Fabric, gpus: int, layout: Layout | None, reason: str
-) -> TrainingPlan:
-    return TrainingPlan(
-        fits=False,
-        reason=reason,
-        model=spec.name,
-        accelerator=fabric.accelerator.id,
-        gpus=gpus,
-        layout=layout,
-        memory_per_gpu=None,
-        step=None,
-    )
-
-
-def _searched(
-    opts: TrainOptions,
-    spec: ModelSpec,
-    geo: Geometry,
-    work: Workload,
-    fabric: Fabric,
-    factors: TrainingFactors,
-    gpus: int,
-) -> TrainingPlan:
+def _searched(setup: _Setup, work: Workload) -> TrainingPlan:
+    opts, gpus = setup.opts, setup.gpus
     fixed = {name: getattr(opts, name) for name in _LAYOUT_FLAGS}
     fixed["sequence_parallel"] = (
         None if opts.sequence_parallel is None else int(opts.sequence_parallel)
     )
     result = search_layouts(
-        geo, work, fabric, factors, gpus, fixed, opts.objective, opts.allow_fewer_gpus
+        setup.geo,
+        work,
+        setup.fabric,
+        setup.factors,
+        gpus,
+        fixed,
+        opts.objective,
+        opts.allow_fewer_gpus,
     )
     if result.evaluation is None or result.feasible == 0:
         counts = ", ".join(f"{n} {reason}" for reason, n in result.pruned.items())
-        plan = _infeasible(spec, fabric, gpus, None, f"no layout of {gpus} GPUs works: {counts}")
+        plan = setup.infeasible(None, f"no layout of {gpus} GPUs works: {counts}")
         return replace(plan, search=result.stats())
-    price = _price(opts, fabric)
-    plans = [
-        plan_from(
-            result.evaluation,
-            int(i),
-            work=work,
-            model=spec.name,
-            fabric=fabric,
-            factors=factors,
-            price=price,
-            goodput=opts.goodput,
-        )
-        for i in result.order[: opts.top]
-    ]
+    plans = [setup.plan_at(result.evaluation, int(i), work) for i in result.order[: opts.top]]
     return replace(plans[0], search=result.stats(), alternatives=tuple(plans[1:]))
 
 
