@@ -7,9 +7,9 @@ parts (engine rules, memory, one prompt's prefill) are computed once; the decode
 evaluated for every running batch at once as an array by the same physics as the planner
 (``inference_batched.decode_step_seconds``), and disaggregated worker splits are broadcast
 over those arrays. Layouts that break an engine rule or do not fit are counted by reason.
-Survivors are filtered by the SLOs (TTFT, TPOT) and ranked by tokens/s per GPU; the Pareto frontier of
-tokens/s per GPU against tokens/s per user is what a deployment chooses from (as in NVIDIA
-Dynamo's aiconfigurator, whose code this does not use).
+Survivors are filtered by the SLOs (TTFT, TPOT) and ranked by tokens/s per GPU; the Pareto
+frontier of tokens/s per GPU against tokens/s per user is what a deployment chooses from (as in
+NVIDIA Dynamo's aiconfigurator, whose code this does not use).
 """
 
 from __future__ import annotations
