@@ -56,3 +56,11 @@ def test_link_without_bandwidth_is_an_input_error() -> None:
 def test_to_dict_has_the_total() -> None:
     data = comms.all_gather(1e9, 2, LINK).to_dict()
     assert data["seconds"] == pytest.approx(data["bandwidth_seconds"] + data["latency_seconds"])
+    # the JSON is serialize.to_jsonable's: the fields in order, then the total
+    assert list(data) == [
+        "operation",
+        "bytes_per_device",
+        "bandwidth_seconds",
+        "latency_seconds",
+        "seconds",
+    ]

@@ -99,3 +99,21 @@ def test_devices_unlike_their_neighbours_widen_every_range_of_the_metric() -> No
     wide = next(f for f in calibrate(unlike) if f.factor == "device" and f.metric == "*")
     assert wide.value > 1.05 and wide.covered_chosen / wide.cases >= 0.8
     assert wide.covered_unwidened / wide.cases < 0.8
+
+
+def test_a_device_factor_narrows_over_covering_ranges_but_only_to_its_guard() -> None:
+    from rigwise.validation.widening import FLOORS, _fit
+
+    # five tight devices and one spread over +-0.5: held out, a tight device's rows sit deep
+    # inside a range the spread device widened, so 80 % coverage needs less than the range
+    tight = [_row(GDDR, f"g{d}", i, 0.0) for d in range(5) for i in range(10)]
+    wide = [Comparison("s", "decode", f"w{i}", 100.0, 100.0 * math.exp(i / 9 - 0.5),
+                       regime=GDDR, group="wide") for i in range(10)]  # fmt: skip
+    fit = next(f for f in calibrate(tight + wide) if f.factor == "device" and f.metric == "*")
+    assert FLOORS["device"] <= fit.value < 1.0  # narrowed: the ranges over-cover
+    assert fit.covered_chosen / fit.cases >= 0.8
+    # a rank far below 1 stops at the guard; unseen and scale never narrow
+    cases = [(0.1, f"d{i % 5}", "decode", "device") for i in range(50)]
+    cases += [(5.0, "odd", "decode", "device")] * 10
+    assert _fit("device", cases).value == FLOORS["device"] < 1.0
+    assert _fit("unseen", cases).value == 1.0 and _fit("scale", cases).value == 1.0

@@ -22,15 +22,18 @@ SIGNATURES ARE STABLE (imported by estimate/training*.py):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from rigwise.errors import InputError
 from rigwise.hardware import Link
+from rigwise.serialize import JsonObject
 
 
 @dataclass(frozen=True)
-class CommCost:
+class CommCost(JsonObject):
     """Time of one communication step, split into its bandwidth and latency parts."""
+
+    json_properties: ClassVar[tuple[str, ...]] = ("seconds",)
 
     operation: str
     bytes_per_device: float  # bytes each device sends (per direction)
@@ -40,15 +43,6 @@ class CommCost:
     @property
     def seconds(self) -> float:
         return self.bandwidth_seconds + self.latency_seconds
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "operation": self.operation,
-            "bytes_per_device": self.bytes_per_device,
-            "bandwidth_seconds": self.bandwidth_seconds,
-            "latency_seconds": self.latency_seconds,
-            "seconds": self.seconds,
-        }
 
 
 def _check(link: Link) -> None:
