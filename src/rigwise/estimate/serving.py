@@ -37,6 +37,8 @@ from rigwise.estimate.inference import (
     Context,
     Phase,
     decode_stage_parts,
+)
+from rigwise.estimate.inference_batched import (
     decode_step_seconds,
     prefill_seconds_per_token_batched,
 )

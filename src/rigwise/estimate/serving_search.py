@@ -5,11 +5,11 @@ replicas filling the GPUs, a running batch per replica) and disaggregated ones (
 layout x a decode layout x how many workers of each). Per layout shape the batch-independent
 parts (engine rules, memory, one prompt's prefill) are computed once; the decode step is
 evaluated for every running batch at once as an array by the same physics as the planner
-(``inference.decode_step_seconds``), and disaggregated worker splits are broadcast over those
-arrays. Layouts that break an engine rule or do not fit are counted by reason. Survivors are
-filtered by the SLOs (TTFT, TPOT) and ranked by tokens/s per GPU; the Pareto frontier of
-tokens/s per GPU against tokens/s per user is what a deployment chooses from (as in NVIDIA
-Dynamo's aiconfigurator, whose code this does not use).
+(``inference_batched.decode_step_seconds``), and disaggregated worker splits are broadcast
+over those arrays. Layouts that break an engine rule or do not fit are counted by reason.
+Survivors are filtered by the SLOs (TTFT, TPOT) and ranked by tokens/s per GPU; the Pareto
+frontier of tokens/s per GPU against tokens/s per user is what a deployment chooses from (as in
+NVIDIA Dynamo's aiconfigurator, whose code this does not use).
 """
 
 from __future__ import annotations
@@ -25,8 +25,10 @@ import numpy as np
 
 from rigwise.estimate.inference import (
     Context,
-    decode_step_seconds,
     prefill_phase,
+)
+from rigwise.estimate.inference_batched import (
+    decode_step_seconds,
     prefill_seconds_per_token_batched,
 )
 from rigwise.estimate.inference_memory import MemoryBreakdown, Stage

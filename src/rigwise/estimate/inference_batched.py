@@ -1,0 +1,74 @@
+"""Batched costs for serving: one continuous-batching decode step of many sequences and the
+prefill cost per prompt token when many prompts share a step. Split from ``inference`` (one
+request's prefill and decode), whose per-stage parts these reuse.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from rigwise.estimate.inference import (
+    Context,
+    attention_dtype,
+    decode_stage_parts,
+    efficiency,
+    flops_parts,
+    hop_seconds,
+    peak_flops,
+)
+from rigwise.estimate.inference_memory import Stage
+from rigwise.estimate.inference_moe import expert_gemm_factor
+from rigwise.hardware import Link
+
+
+def larger(a: Any, b: Any) -> Any:
+    """max() for floats, element-wise for arrays (a search passes batches as arrays)."""
+    if isinstance(a, float) and isinstance(b, float):
+        return max(a, b)
+    import numpy as np
+
+    return np.maximum(a, b)
+
+
+def decode_step_seconds(
+    ctx: Context, stages: tuple[Stage, ...], network: Link | None, context: int, batch: int
+) -> float:
+    """One continuous-batching step of ``batch`` sequences (serving).
+
+    Pipelined engines split the batch into one micro-batch per stage and keep every stage
+    busy: a stage runs its layers once per micro-batch, so its weights are read ``pp`` times
+    per step (pipeline parallelism adds KV capacity, not weight bandwidth; Narayanan et al.
+    2021 Sec. 2.2). Others (llama.cpp) run the stages in turn.
+    """
+    pipelined = ctx.overheads.pipelined_serving and len(stages) > 1
+    micro = -(-batch // len(stages)) if pipelined else batch
+    times = []
+    for stage in stages:
+        p = decode_stage_parts(ctx, stage, context, micro)
+        roof = larger(p["memory_bandwidth"], p["compute"])
+        times.append(roof + p["host_offload"] + p["kernel_overhead"] + p["tensor_parallel_comm"])
+    hops = hop_seconds(ctx, stages, network, micro)
+    hops += (len(stages) - 1) * ctx.overheads.layer_hop_overhead_s
+    step_s: float = len(stages) * functools.reduce(larger, times) if pipelined else sum(times)
+    return step_s + hops
+
+
+def prefill_seconds_per_token_batched(
+    ctx: Context, stages: tuple[Stage, ...], prompt: int
+) -> float:
+    """Prefill cost per prompt token when many prompts are batched (serving): compute only."""
+    total = 0.0
+    matmul_flops, attention_flops = flops_parts(ctx.spec, max(1, prompt // 2))
+    for stage in stages:
+        eff = efficiency(ctx.engine, stage, ctx.quant, ctx.calibration)
+        peak = peak_flops(stage.accelerator, eff.prefill_dtype)
+        share = stage.layer_fraction / stage.tp
+        seconds = matmul_flops * share / (peak * eff.serving_compute_efficiency)
+        seconds *= expert_gemm_factor(
+            ctx.spec, stage, ctx.overheads.workspace_tokens, matmul_flops
+        )  # a full step of prompt tokens
+        attention_peak = peak_flops(stage.accelerator, attention_dtype(ctx, eff))
+        seconds += attention_flops * share / (attention_peak * eff.prefill_attention_efficiency)
+        total = max(total, seconds) if ctx.overheads.pipelined_serving else total + seconds
+    return total
