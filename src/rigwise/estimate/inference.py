@@ -19,6 +19,7 @@ from typing import Any
 
 from rigwise.errors import InputError
 from rigwise.estimate import comms
+from rigwise.estimate.collective_latency import collective_link
 from rigwise.estimate.dequant import extra_traffic_ratio
 from rigwise.estimate.engine_builds import build_effects
 from rigwise.estimate.engine_rules import compute_capability
@@ -230,18 +231,19 @@ def _tp_comm(ctx: Context, stage: Stage, tokens: float) -> float:
     Sec. 3.4; DeepEP), and attention-DP ranks all-reduce only among their attention_tp."""
     if stage.tp == 1 or stage.intra_link is None:
         return 0.0
+    link = collective_link(stage.intra_link)  # small collectives: NCCL's step latency
     layers = ctx.spec.num_layers * stage.layer_fraction
     size = tokens * ctx.spec.hidden_size * _ACTIVATION_BYTES
     moe = ctx.spec.moe
     if stage.ep == 1 or moe is None:
-        return 2 * comms.ring_all_reduce(size, stage.tp, stage.intra_link).seconds * layers
+        return 2 * comms.ring_all_reduce(size, stage.tp, link).seconds * layers
     attention = 0.0
     if stage.attention_tp > 1:
         rank_size = size / stage.attention_dp
-        attention = comms.ring_all_reduce(rank_size, stage.attention_tp, stage.intra_link).seconds
+        attention = comms.ring_all_reduce(rank_size, stage.attention_tp, link).seconds
     moe_layers = min(layers, (moe.num_moe_layers or ctx.spec.num_layers) * stage.layer_fraction)
     per_device = size / stage.tp * moe.experts_per_token
-    exchange = 2 * comms.all_to_all(per_device, stage.ep, stage.intra_link).seconds
+    exchange = 2 * comms.all_to_all(per_device, stage.ep, link).seconds
     return attention * layers + exchange * moe_layers
 
 
