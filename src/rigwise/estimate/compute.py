@@ -16,8 +16,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-import numpy as np
-
 from rigwise.catalog.loader import read_csv
 from rigwise.catalog.match import most_specific
 from rigwise.errors import CatalogError, InputError
@@ -114,6 +112,8 @@ def _link_kinds(rows: dict[str, list[dict[str, str]]]) -> list[str]:
 
 def shape_efficiency(smallest_dim: Any, factors: TrainingFactors) -> Any:
     """Fraction of the large-GEMM efficiency a GEMM with this smallest dimension reaches."""
+    import numpy as np  # here, not at the top: a single plan's start-up does without numpy
+
     d = np.asarray(smallest_dim, dtype=float)
     return d / (d + factors.gemm_half_dim)
 
@@ -128,6 +128,8 @@ def gemm_seconds(
     factors: TrainingFactors,
 ) -> Any:
     """Time of GEMM work ``flops`` of shape (m x k) @ (k x n) at the device's efficiency."""
+    import numpy as np  # lazy, as in shape_efficiency
+
     # An absent GEMM (zero width, e.g. no dense MLP in an all-MoE model) takes no time.
     smallest = np.maximum(np.minimum(np.minimum(m, n), k), 1.0)
     return flops / (peak_flops * efficiency * shape_efficiency(smallest, factors))
