@@ -146,3 +146,6 @@ def test_the_cli_imports_a_file_and_calibrated_plans_name_the_run(tmp_path: Path
     plan = runner.invoke(cli, ["infer", "llama-3.1-8b", "--on", "rtx-4090", "--calibrated"])
     assert plan.exit_code == 0, plan.output
     assert "calibration from run 1, import: lb.json" in plan.output
+    args = ["infer", "llama-3.1-8b", "--on", "rtx-4090", "--calibrated", "--json"]
+    notes = json.loads(runner.invoke(cli, args).stdout)["notes"]
+    assert any(n.startswith("--calibrated: calibration from run 1, import: lb.json") for n in notes)

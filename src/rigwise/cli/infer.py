@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import click
@@ -23,7 +24,7 @@ def _options(**kwargs: Any) -> dict[str, Any]:
     return {key: value for key, value in kwargs.items() if value is not None}
 
 
-def _this_machine_calibration() -> tuple[dict[str, float], str]:
+def _this_machine_calibration() -> tuple[dict[str, float], str, str | None]:
     """``--on this-machine --calibrated``: the measured platform or the probed device's factors,
     whichever the newest bench run stored (bench/measured.py); says which run, how old."""
     from rigwise.api.machine import this_machine
@@ -35,13 +36,13 @@ def _this_machine_calibration() -> tuple[dict[str, float], str]:
     if found is None:
         fail("No calibration or measured platform is stored for this machine. Run "
              "`rigwise bench --quick` on it first.")  # fmt: skip
-    click.echo(found.said, err=True)
-    return {k: v for k, v in found.factors.items() if k in CALIBRATION_KEYS}, found.on
+    return {k: v for k, v in found.factors.items() if k in CALIBRATION_KEYS}, found.on, found.said
 
 
-def _calibration(on: str | None) -> tuple[dict[str, float], str]:
-    """Measured factors stored by `rigwise bench` for the device in --on (and the --on to plan
-    on: this machine's measured platform replaces a catalog row that does not stand for it)."""
+def _calibration(on: str | None) -> tuple[dict[str, float], str, str | None]:
+    """Measured factors stored by `rigwise bench` for the device in --on, the --on to plan on
+    (this machine's measured platform replaces a catalog row that does not stand for it), and
+    which stored measurement that is and how old (a note on the plan, in text and JSON)."""
     from rigwise.bench import calibration
     from rigwise.hardware import parse_node
 
@@ -61,11 +62,10 @@ def _calibration(on: str | None) -> tuple[dict[str, float], str]:
             + extra
         )
     source = calibration.calibration_source(accelerator.id)
-    if source is not None:  # say which stored measurement is used, and how old it is
-        click.echo(source.describe(), err=True)
+    said = None if source is None else source.describe()  # which measurement, how old
     from rigwise.estimate.inference import CALIBRATION_KEYS
 
-    return {k: float(v) for k, v in found.items() if k in CALIBRATION_KEYS}, on
+    return {k: float(v) for k, v in found.items() if k in CALIBRATION_KEYS}, on, said
 
 
 def run_queries(path: str) -> int:
@@ -149,11 +149,15 @@ def infer(
     for flag in ("slo_ttft", "slo_tpot", "gpus"):
         if flag in options:
             fail(f"--{flag.replace('_', '-')} needs --search.")
+    said = None
     if calibrated:
-        options["calibration"], options["on"] = _calibration(options.get("on"))
+        options["calibration"], options["on"], said = _calibration(options.get("on"))
     if no_levers:
         options["levers"] = False
-    return finish(plan_inference(**options), as_json, render)
+    plan = plan_inference(**options)
+    if said is not None:
+        plan = replace(plan, notes=(f"--calibrated: {said}", *plan.notes))
+    return finish(plan, as_json, render)
 
 
 def _rate(value: float | None, section: dict[str, Any] | None = None, name: str = "") -> str:
