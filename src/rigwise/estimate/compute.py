@@ -19,6 +19,7 @@ from typing import Any
 from rigwise.catalog.loader import read_csv
 from rigwise.catalog.match import most_specific
 from rigwise.errors import CatalogError, InputError
+from rigwise.estimate.elementwise import as_float
 from rigwise.serialize import JsonObject
 
 FILE = "efficiency_training.csv"
@@ -112,9 +113,7 @@ def _link_kinds(rows: dict[str, list[dict[str, str]]]) -> list[str]:
 
 def shape_efficiency(smallest_dim: Any, factors: TrainingFactors) -> Any:
     """Fraction of the large-GEMM efficiency a GEMM with this smallest dimension reaches."""
-    import numpy as np  # here, not at the top: a single plan's start-up does without numpy
-
-    d = np.asarray(smallest_dim, dtype=float)
+    d = as_float(smallest_dim)  # a number for one plan (no numpy import), arrays for a search
     return d / (d + factors.gemm_half_dim)
 
 
@@ -128,7 +127,7 @@ def gemm_seconds(
     factors: TrainingFactors,
 ) -> Any:
     """Time of GEMM work ``flops`` of shape (m x k) @ (k x n) at the device's efficiency."""
-    import numpy as np  # lazy, as in shape_efficiency
+    import numpy as np  # here, not at the top: an inference plan imports this module without numpy
 
     # An absent GEMM (zero width, e.g. no dense MLP in an all-MoE model) takes no time.
     smallest = np.maximum(np.minimum(np.minimum(m, n), k), 1.0)

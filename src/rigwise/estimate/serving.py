@@ -26,11 +26,11 @@ so TTFT grows with the prompts ahead, not with one prompt (``wave_ttft_seconds``
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from rigwise.estimate.elementwise import as_float, ceil, maximum, minimum
 from rigwise.estimate.engine_rules import engine_defaults
 from rigwise.estimate.inference import (
     Context,
@@ -105,12 +105,8 @@ def wave_prefill_tokens(admitted: Any, prompt: int, step_tokens: int) -> Any:
     """Mean prompt tokens prefilled up to the step that gives each of ``admitted`` requests
     (arriving together, ``prompt`` tokens each) its first token, with ``step_tokens`` a step:
     min(C P, (C + 1) / 2 P + T / 2). Floats or arrays of ``admitted``."""
-    if isinstance(admitted, int | float):  # one plan: plain floats, no numpy at start-up
-        return min(admitted * prompt, (admitted + 1.0) / 2.0 * prompt + step_tokens / 2.0)
-    import numpy as np
-
-    c = np.asarray(admitted, dtype=float)
-    return np.minimum(c * prompt, (c + 1.0) / 2.0 * prompt + step_tokens / 2.0)
+    c = as_float(admitted)
+    return minimum(c * prompt, (c + 1.0) / 2.0 * prompt + step_tokens / 2.0)
 
 
 def wave_ttft_seconds(
@@ -122,12 +118,7 @@ def wave_ttft_seconds(
     the running batch per scheduler step waited (chunked prefill interleaves their decode)."""
     single_s, per_token_s = prefill_s
     tokens = wave_prefill_tokens(admitted, prompt, max(1, budget))
-    if isinstance(tokens, int | float):  # one plan: plain floats, no numpy at start-up
-        steps: Any = float(math.ceil(tokens / max(1, budget)))
-    else:
-        import numpy as np
-
-        steps = np.ceil(tokens / max(1, budget))
+    steps = ceil(tokens / max(1, budget))
     return single_s + (tokens - prompt) * per_token_s + steps * step_s
 
 
@@ -138,12 +129,7 @@ def wave_tpot_seconds(cycle_s: Any, ttft_s: Any, step_s: Any, gen: int) -> Any:
     than a decode step."""
     if gen <= 1:
         return step_s
-    rest = (cycle_s - ttft_s) / (gen - 1)
-    if isinstance(rest, float) and isinstance(step_s, int | float):  # one plan: no numpy
-        return max(float(step_s), rest)
-    import numpy as np
-
-    return np.maximum(step_s, rest)
+    return maximum(as_float(step_s), (cycle_s - ttft_s) / (gen - 1))
 
 
 def step_token_budget(ctx: Context, stages: tuple[Stage, ...]) -> int:
