@@ -220,17 +220,22 @@ class MemoryBreakdown:
         }
 
 
-def expert_weight_share(spec: ModelSpec) -> float:
-    """Share of the parameters in routed experts (0 for dense models)."""
+def routed_expert_matrices(spec: ModelSpec) -> tuple[int, int]:
+    """(MoE layers, matrix parameters of one routed expert in one layer); (0, 0) when dense."""
     moe = spec.moe
     if moe is None:
-        return 0.0
+        return 0, 0
     layers = moe.num_moe_layers or spec.num_layers
     matrices = 3 if spec.gated_mlp else 2  # SwiGLU experts: gate, up, down
-    expert_params = (
-        layers * moe.num_experts * matrices * spec.hidden_size * moe.expert_intermediate_size
-    )
-    return min(1.0, expert_params / spec.params_total)
+    return layers, matrices * spec.hidden_size * moe.expert_intermediate_size
+
+
+def expert_weight_share(spec: ModelSpec) -> float:
+    """Share of the parameters in routed experts (0 for dense models)."""
+    if spec.moe is None:
+        return 0.0
+    layers, per_expert = routed_expert_matrices(spec)
+    return min(1.0, layers * spec.moe.num_experts * per_expert / spec.params_total)
 
 
 def kv_split(spec: ModelSpec, tp: int) -> int:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 
 from rigwise.estimate.compute import TrainingFactors, shape_efficiency, training_factors
-from rigwise.estimate.inference_memory import Stage
+from rigwise.estimate.inference_memory import Stage, routed_expert_matrices
 from rigwise.models import ModelSpec
 
 
@@ -26,13 +26,10 @@ def _factors_for(accelerator_id: str) -> TrainingFactors:
 
 def routed_expert_flops_per_token(spec: ModelSpec) -> float:
     """Matmul FLOPs per token in the routed experts: 2 x layers x top_k x matrices x h x i."""
-    moe = spec.moe
-    if moe is None:
+    if spec.moe is None:
         return 0.0
-    layers = moe.num_moe_layers or spec.num_layers
-    matrices = 3 if spec.gated_mlp else 2  # SwiGLU experts: gate, up, down
-    per_expert = matrices * spec.hidden_size * moe.expert_intermediate_size
-    return 2.0 * layers * moe.experts_per_token * per_expert
+    layers, per_expert = routed_expert_matrices(spec)
+    return 2.0 * layers * spec.moe.experts_per_token * per_expert
 
 
 def expert_smallest_dim(spec: ModelSpec, stage: Stage, tokens: int) -> float:
