@@ -306,6 +306,7 @@ def test_wrong_token_is_refused_by_the_real_server(grid: Grid) -> None:
     assert grid.admin.jobs() == []
 
 
+@pytest.mark.torch  # its train job requires torch on the worker
 def test_train_pinned_by_labels_then_register_evaluate_and_rank(grid: Grid, corpus: bytes) -> None:
     grid.admin.data_put("corpus", corpus)
     good = next(n for n in grid.admin.nodes() if n["state"] == "admitted")
@@ -328,6 +329,7 @@ def test_train_pinned_by_labels_then_register_evaluate_and_rank(grid: Grid, corp
     assert credit["balances"]["owner-good"] > 0
 
 
+@pytest.mark.torch  # its train job requires torch on the worker
 def test_coordinator_killed_mid_job_loses_no_job_or_ledger_entry(grid: Grid) -> None:
     before = grid.admin.credits()["entries"]
     job_id = grid.admin.submit(long_train(3000))["id"]
@@ -365,6 +367,7 @@ def test_command_job_gang_scheduled_over_two_nodes_on_one_switch(
     assert any("[rank 1] rank 1" in line for line in logs)
 
 
+@pytest.mark.torch  # its train job requires torch on the worker
 def test_train_on_two_nodes_with_ray_train_ddp_registers_an_evaluable_model(grid: Grid) -> None:
     admitted = {n["id"] for n in grid.admin.nodes() if n["state"] == "admitted"}
     job = long_train(200)
@@ -386,6 +389,7 @@ def test_train_on_two_nodes_with_ray_train_ddp_registers_an_evaluable_model(grid
     assert 1.0 < row["perplexity"] < 64  # uniform over bytes would be 256
 
 
+@pytest.mark.torch  # its train job requires torch on the worker
 def test_worker_killed_mid_job_is_lost_within_seconds_and_the_job_completes_elsewhere(
     grid: Grid,
 ) -> None:
@@ -408,6 +412,7 @@ def test_worker_killed_mid_job_is_lost_within_seconds_and_the_job_completes_else
     assert any(f"node {victim} lost" in line for line in logs)
 
 
+@pytest.mark.torch  # its train job requires torch on the worker
 def test_cancel_stops_a_running_job_and_frees_its_node(grid: Grid) -> None:
     job_id = grid.admin.submit(long_train(3000))["id"]
     grid.wait(job_id, ("running",))
