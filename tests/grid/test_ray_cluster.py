@@ -449,6 +449,7 @@ def test_datasets_go_to_a_storage_node_through_ray_and_outlive_it(
     assert grid.admin.data_get("archive") == data  # the node is gone, the data is not
 
 
+@pytest.mark.torch  # serves the torch model the train test registered
 def test_run_best_is_answered_by_a_ray_serve_deployment_without_http(grid: Grid) -> None:
     """Last in the module: the replica keeps a share of its node's only CPU."""
     admitted = {n["id"] for n in grid.admin.nodes() if n["state"] == "admitted"}
