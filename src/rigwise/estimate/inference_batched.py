@@ -34,7 +34,8 @@ def larger(a: Any, b: Any) -> Any:
 def decode_step_seconds(
     ctx: Context, stages: tuple[Stage, ...], network: Link | None, context: int, batch: int
 ) -> float:
-    """One continuous-batching step of ``batch`` sequences (serving).
+    """One continuous-batching step of ``batch`` sequences (serving): per stage its GEMMs' and
+    its attention's rooflines added (``inference.kernel_rooflines``), plus overheads.
 
     Pipelined engines split the batch into one micro-batch per stage and keep every stage
     busy: a stage runs its layers once per micro-batch, so its weights are read ``pp`` times
@@ -45,8 +46,8 @@ def decode_step_seconds(
     micro = -(-batch // len(stages)) if pipelined else batch
     times = []
     for stage in stages:
-        p = decode_stage_parts(ctx, stage, context, micro)
-        roof = larger(p["memory_bandwidth"], p["compute"])
+        p = decode_stage_parts(ctx, stage, context, micro, kernels=True)
+        roof = p["memory_bandwidth"] + p["compute"]  # kernel rooflines, already per kernel
         times.append(roof + p["host_offload"] + p["kernel_overhead"] + p["tensor_parallel_comm"])
     hops = hop_seconds(ctx, stages, network, micro)
     hops += (len(stages) - 1) * ctx.overheads.layer_hop_overhead_s
