@@ -6,8 +6,10 @@ whole step (the llama.cpp factors were fitted that way)."""
 from __future__ import annotations
 
 import pytest
-from tests.estimate.test_inference_physics import context, dense_model, gpu, stage
+from tests.estimate.test_inference_physics import PCIE, context, dense_model, gpu, stage
 
+from rigwise.estimate import comms
+from rigwise.estimate.collective_latency import collective_link
 from rigwise.estimate.inference import (
     catalog_efficiency,
     decode_stage_parts,
@@ -15,7 +17,10 @@ from rigwise.estimate.inference import (
     kernel_rooflines,
     kernel_sums,
 )
-from rigwise.estimate.inference_batched import decode_step_seconds
+from rigwise.estimate.inference_batched import (
+    decode_step_seconds,
+    prefill_seconds_per_token_batched,
+)
 
 
 def test_kernel_rooflines_keep_each_kernels_longer_side_and_add_them() -> None:
@@ -55,3 +60,15 @@ def test_vllm_streams_weights_on_gddr_as_on_hbm() -> None:
     hbm = catalog_efficiency("vllm", "nvidia-hbm", "bf16").decode_bandwidth_efficiency
     for klass, quant in (("nvidia-gddr", "bf16"), ("nvidia-gddr", "fp8")):
         assert catalog_efficiency("vllm", klass, quant).decode_bandwidth_efficiency == hbm == 0.80
+
+
+def test_batched_prefill_pays_the_tensor_parallel_all_reduces_per_token() -> None:
+    # Megatron-LM Sec. 3: two all-reduces of each token's hidden state per layer; a scheduler
+    # step of workspace_tokens prompt tokens all-reduces them together (vLLM: 8192)
+    ctx = context(dense_model(), engine="vllm")
+    tokens = ctx.overheads.workspace_tokens
+    one = prefill_seconds_per_token_batched(ctx, (stage(gpu()),), 2048)
+    two = prefill_seconds_per_token_batched(ctx, (stage(gpu(), tp=2),), 2048)
+    size = tokens * 4096 * 2  # bf16 hidden states of the step
+    ring = comms.ring_all_reduce(size, 2, collective_link(PCIE)).seconds
+    assert two == pytest.approx(one / 2 + 32 * 2 * ring / tokens)

@@ -10,6 +10,7 @@ from typing import Any
 
 from rigwise.estimate.inference import (
     Context,
+    _tp_comm,
     attention_dtype,
     decode_stage_parts,
     efficiency,
@@ -58,8 +59,12 @@ def decode_step_seconds(
 def prefill_seconds_per_token_batched(
     ctx: Context, stages: tuple[Stage, ...], prompt: int
 ) -> float:
-    """Prefill cost per prompt token when many prompts are batched (serving): compute only."""
+    """Prefill cost per prompt token when many prompts are batched (serving): the GEMMs and the
+    attention at their reached peaks, and under tensor parallelism the two all-reduces of each
+    token's hidden state per layer (Megatron-LM Sec. 3), paid per step of ``workspace_tokens``
+    (TensorRT-LLM and vLLM run them after the GEMMs, not overlapped, by default)."""
     total = 0.0
+    chunk = max(1, ctx.overheads.workspace_tokens)
     matmul_flops, attention_flops = flops_parts(ctx.spec, max(1, prompt // 2))
     for stage in stages:
         eff = efficiency(ctx.engine, stage, ctx.quant, ctx.calibration)
@@ -71,5 +76,6 @@ def prefill_seconds_per_token_batched(
         )  # a full step of prompt tokens
         attention_peak = peak_flops(stage.accelerator, attention_dtype(ctx, eff))
         seconds += attention_flops * share / (attention_peak * eff.prefill_attention_efficiency)
+        seconds += _tp_comm(ctx, stage, chunk) / chunk  # two all-reduces per layer per token
         total = max(total, seconds) if ctx.overheads.pipelined_serving else total + seconds
     return total
