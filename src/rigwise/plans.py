@@ -110,6 +110,8 @@ class Lever(JsonObject):
     decode_speedup: float | None
     fixes_fit: bool
     quality_loss: bool = False  # fewer bits per weight than the plan: ranked after lossless levers
+    # P10-P90 of decode_tokens_per_s: the changed plan's own range (estimate/plan_intervals.py)
+    decode_tokens_per_s_interval: list[float] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

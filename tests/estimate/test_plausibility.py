@@ -50,3 +50,20 @@ def test_gpt3_175b_search_optimum_is_inside_the_published_a100_range(gpt3_on_64_
     assert plan.layout.recompute == "none"
     assert 0.514 < plan.mfu < record
     assert not plan.notes
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "rigwise #14: the optimum is 59.1 % (TP 8, PP 8, VPP 6, micro-batch 2, FlashAttention, "
+        "no recompute). Of the 7.7 points above Korthikanti's 175B run (51.4 %), 2.6 are "
+        "rigwise's own miss on that run's layout (13.10 s predicted, 13.75 s published: "
+        "54.0 %), 3.6 FlashAttention (57.6 % on the same layout) and 1.5 VPP 6 with "
+        "micro-batch 2; no missing step cost (bubble, p2p, TP, DP, optimizer, memory) was "
+        "found that real runs pay and the model leaves out"
+    ),
+)
+def test_gpt3_175b_search_optimum_is_inside_the_published_175b_range(gpt3_on_64_a100) -> None:
+    # Published 175B-1T MFU on A100 with Megatron TP/PP: 51.4 % (Korthikanti 2022 Table 5,
+    # 175B on 64 GPUs) to 56.3 % (1T); Narayanan 2021 Table 1 52 % (1T, with recompute).
+    assert 0.51 <= gpt3_on_64_a100.mfu <= 0.56

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-from pathlib import Path
 
 import pytest
 
@@ -11,10 +10,15 @@ from rigwise.api.train import plan_training
 from rigwise.errors import InputError
 from rigwise.estimate.power import power_point
 from rigwise.estimate.training_presets import framework_settings, frameworks
+from rigwise.validation.training_cases import DATA_DIR, rows
+from rigwise.validation.training_finetune import plan_row, predicted_gib
 
-UNSLOTH = (
-    Path(__file__).parents[2] / "src/rigwise/validation/data/training/unsloth_finetune_minimums.csv"
-)
+UNSLOTH = DATA_DIR / "unsloth_finetune_minimums.csv"
+# Published fine-tuning runs planned with a framework preset (finetune_memory_runs.csv rows
+# with a `framework`; each row's `source` names the page and its table or sentence).
+PRESET_RUNS = [row for row in rows(DATA_DIR, "finetune_memory_runs.csv") if row["framework"]]
+# Presets whose memory is checked against a published figure by a test of their own below.
+CHECKED_ELSEWHERE = {"unsloth", "torchtitan", "megatron", "deepspeed"}
 
 
 def test_every_framework_of_the_issue_has_a_preset_with_a_source() -> None:
@@ -193,3 +197,50 @@ def test_deepspeed_preset_with_zero_offload_fits_13b_on_one_v100() -> None:
     assert offloaded.fits and offloaded.memory_per_gpu is not None
     assert offloaded.memory_per_gpu.gradients_bytes < 0.05 * offloaded.memory_per_gpu.weights_bytes
     assert not plan_training(**common).fits  # type: ignore[arg-type]
+
+
+# Published rows rigwise misses by more than the tolerance, with what is known of why (kept as
+# strict xfails so that a fix shows).
+KNOWN_MISSES = {
+    "HF Trainer+PEFT 2x Llama-2 70B QLoRA FSDP offload bs2 ctx2048": (
+        "rigwise's FSDP parameter offload keeps only the gathered layers and the activations on "
+        "the GPU (10.8 GiB); the PEFT docs measured 19.6 GB, and the same run without offload "
+        "is within 11 %. Answer.AI's offloaded 70B QLoRA row is 19 % low too: unexplained"
+    ),
+}
+
+
+def _preset_case(row: dict[str, str]) -> object:
+    reason = KNOWN_MISSES.get(row["run"])
+    marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+    return pytest.param(row, id=row["run"], marks=marks)
+
+
+@pytest.mark.parametrize("row", [_preset_case(row) for row in PRESET_RUNS])
+def test_framework_preset_memory_against_published_runs(row: dict[str, str]) -> None:
+    """A framework's published peak memory per GPU for a stated config (independent rows: no
+    factor was fitted on them), planned with ``--framework`` plus the settings the config
+    states; within 15 %. Sources (each row's ``source``): torchtune's LoRA and Llama3
+    tutorials; LitGPT prepare_dataset.md (Falcon 7B, Alpaca cut at 256 tokens,
+    max_memory_allocated); axolotl's gpt-oss README (device_mem_reserved); the PEFT docs' HF
+    Trainer runs of Llama-2 70B QLoRA with FSDP and with DeepSpeed ZeRO-3."""
+    plan = plan_row(row)
+    assert plan.notes[0].startswith(f"{row['framework']} defaults")
+    assert plan.fits and plan.memory_per_gpu is not None
+    predicted = predicted_gib(row, plan.memory_per_gpu)
+    assert predicted == pytest.approx(float(row["value"]), rel=0.15)
+
+
+def test_preset_runs_cover_the_framework_presets_of_issue_14() -> None:
+    wanted = {"torchtune", "litgpt", "axolotl", "hf-trainer", "deepspeed"}
+    assert {row["framework"] for row in PRESET_RUNS} >= wanted
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="nemo: no published measured peak memory for a stated config found outside "
+    "shared/RESERVED.md yet (its tutorials state only GPU classes; issue #14)",
+)
+def test_every_preset_has_a_published_memory_check() -> None:
+    checked = {row["framework"] for row in PRESET_RUNS} | CHECKED_ELSEWHERE
+    assert set(frameworks()) <= checked

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from rigwise.errors import RigwiseError
+from rigwise.estimate.plan_intervals import decode_range
 from rigwise.hardware.nodes import split_count  # the one parser of "2x rtx-3090"
 from rigwise.plans import InferencePlan, Lever
 
@@ -119,7 +120,12 @@ def suggest_levers(
             description += f": still does not fit ({other.reason})"
         elif lossy:
             description += " (fewer bits per weight: some quality loss)"
-        levers.append(Lever(description, change, other.verdict, rate, speedup, fixes, lossy))
+        levers.append(
+            Lever(
+                description, change, other.verdict, rate, speedup, fixes, lossy,
+                decode_range(other),
+            )
+        )  # fmt: skip
     # Fit fixes first; among equals, a lever that keeps the model's quality beats a faster one
     # that throws bits away (a user asking "how fast" rarely wants IQ2_XXS as the first answer).
     levers.sort(

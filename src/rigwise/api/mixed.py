@@ -76,7 +76,10 @@ def without_last_card(
     without = _state(other, spec, plan_max_context)
     with_it = _state(plan, spec, plan_max_context)
     text = f"without the {parts[-1]} ({fewer}): {without}; with it: {with_it}"
-    return Lever(text, {"on": fewer}, other.verdict, rate, speedup, False, False)
+    from rigwise.estimate.plan_intervals import decode_range
+
+    interval = decode_range(other)
+    return Lever(text, {"on": fewer}, other.verdict, rate, speedup, False, False, interval)
 
 
 def _spec(model: str) -> ModelSpec:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -29,6 +30,9 @@ from rigwise.estimate.serving_search import (
 )
 from rigwise.units import parse_seconds
 from rigwise.validate_input import merged_options, validated
+
+if TYPE_CHECKING:
+    from rigwise.hardware import Cluster
 
 _SERVER_QUANTS = ("BF16", "FP8", "NVFP4")  # searched when --quant is not given; rules prune
 
@@ -104,7 +108,26 @@ def search_serving_layouts(
                 shapes.append(found)
     between = cluster.network if len(cluster.nodes) > 1 else cluster.nodes[0].intra_link
     result = search_serving(shapes, (cluster.network, between), request, rejected, looked_up)
-    return replace(result, lookup_seconds=looked_up - started)
+    return _with_intervals(replace(result, lookup_seconds=looked_up - started), engine, cluster)
+
+
+def _with_intervals(
+    result: ServingSearchResult, engine: str, cluster: Cluster
+) -> ServingSearchResult:
+    """Each frontier row and best layout with its P10-P90 ranges (``*_interval``)."""
+    from rigwise.estimate.plan_intervals import add_search_intervals
+
+    ids = sorted({node.accelerator.id for node, _ in cluster.runs})
+
+    def one(row: dict[str, Any] | None) -> dict[str, Any] | None:
+        return add_search_intervals([row], engine, ids)[0] if row is not None else None
+
+    return replace(
+        result,
+        rows=tuple(add_search_intervals(result.rows, engine, ids)),
+        best_aggregated=one(result.best_aggregated),
+        best_disaggregated=one(result.best_disaggregated),
+    )
 
 
 def _request(opts: SearchOptions, gpus: int) -> SearchRequest:

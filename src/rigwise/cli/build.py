@@ -238,13 +238,19 @@ def _pool(model: str, options: dict[str, Any]) -> int:
 
 
 def _speed_text(opt: dict[str, Any]) -> str:
-    """Decode speed, or the training time; an unknown time is "time unknown", never 0."""
-    if opt["decode_tokens_per_s"] is not None:
-        return f"{opt['decode_tokens_per_s']:,.1f} tok/s"
+    """Decode speed, or the training time, with its P10-P90 range (and which side similar
+    rigs measured, when the whole range is on one side); an unknown time is "time unknown"."""
+    from rigwise.estimate.plan_intervals import interval_text
+
+    decode = opt["decode_tokens_per_s"]
+    if decode is not None:
+        ranged = interval_text(opt.get("decode_tokens_per_s_interval"), value=decode)
+        return f"{decode:,.1f} tok/s{ranged}"
     if opt["time_to_train_s"]:
         from rigwise.units import format_seconds
 
-        return format_seconds(opt["time_to_train_s"])
+        value, bounds = opt["time_to_train_s"], opt.get("time_to_train_s_interval")
+        return format_seconds(value) + interval_text(bounds, format_seconds, value, time=True)
     return "time unknown"
 
 

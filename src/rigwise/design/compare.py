@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rigwise.catalog.loader import read_csv
+from rigwise.design.ranges import api_ranges, option_ranges
 from rigwise.serialize import JsonObject
 
 if TYPE_CHECKING:
@@ -64,6 +65,10 @@ class Comparison(JsonObject):
     api_usd_per_month: float | None  # the build's monthly tokens at the API's output price
     electricity_usd_per_month: float
     api_break_even_months: float | None  # None: never (or no API price / no tokens)
+    # P10-P90 of the speed-derived figures above (design/ranges.py)
+    usd_per_million_tokens_interval: list[float] | None = None
+    api_usd_per_month_interval: list[float] | None = None
+    api_break_even_months_interval: list[float | None] | None = None
 
     def lines(self) -> tuple[str, ...]:
         """The comparison as sentences for the text output."""
@@ -117,4 +122,6 @@ def compare(option: BuildOption, model: str, hours_per_day: float) -> Comparison
         api_usd_per_month=api_month,
         electricity_usd_per_month=electricity,
         api_break_even_months=api_months,
+        usd_per_million_tokens_interval=option_ranges(option)["usd_per_million_tokens_interval"],
+        **api_ranges(option, api_month, electricity),
     )

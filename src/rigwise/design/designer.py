@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from rigwise.design.candidates import Candidate, Rejections, evaluate_formats, generate
 from rigwise.design.options import BuildOption, DesignRequest, build_option
 from rigwise.design.planner import Planner, rigwise_planner
+from rigwise.design.ranges import with_ranges
 from rigwise.hardware import Accelerator
 
 if TYPE_CHECKING:
@@ -164,7 +165,7 @@ def design(
                 _example(cand, fmt.quant, estimate.decode_tokens_per_s, estimate.time_to_train_s),
             )
             continue
-        options.append(option)
+        options.append(with_ranges(option, estimate))
     frontier = pareto_frontier(options)
     ranked = rank_options(options, request.rank)
     notes = _notes(request, ranked[: request.top])

@@ -18,6 +18,7 @@ from rigwise.design.assemble import BoxRequest, assemble_box
 from rigwise.design.candidates import Candidate, Format
 from rigwise.design.costs import PartLine, costs, electricity_price
 from rigwise.design.power import power_limit_effect
+from rigwise.design.ranges import option_ranges
 from rigwise.design.rigcheck import check_rig
 from rigwise.hardware import Accelerator
 
@@ -68,6 +69,10 @@ class BuildOption:
     checks: dict[str, Any]
     stale_prices: int
     tco_period: str = ""  # what the TCO covers: "3 years at 8 h/day", "one 14.1 h job"
+    # P10-P90 of the planner's speed behind the option, and its bias note (design/ranges.py)
+    decode_tokens_per_s_interval: list[float] | None = None
+    time_to_train_s_interval: list[float] | None = None
+    interval_note: str | None = None
 
     @property
     def speed(self) -> float:
@@ -99,6 +104,7 @@ class BuildOption:
             "checks": self.checks,
             "stale_prices": self.stale_prices,
             "tco_period": self.tco_period,
+            **option_ranges(self),
         }
 
 

@@ -70,6 +70,7 @@ def _infer(options: dict[str, Any], plan_inference: Callable[..., Any]) -> Estim
         detail={
             "serving": _get(plan, "serving", "aggregate_tokens_per_s"),
             "serving_interval": _get(plan, "serving", "aggregate_tokens_per_s_interval"),
+            "interval_note": _get(plan, "intervals", "decode", "interval_note"),
         },
         decode_tokens_per_s_interval=_get(plan, "decode", "tokens_per_s_interval"),
         prefill_tokens_per_s_interval=_get(plan, "prefill", "tokens_per_s_interval"),
@@ -85,6 +86,7 @@ def _train(options: dict[str, Any], plan_training: Callable[..., Any]) -> Estima
         detail={
             "tokens_per_s": _get(plan, "tokens_per_s"),
             "tokens_per_s_interval": _get(plan, "tokens_per_s_interval"),
+            "interval_note": _get(plan, "intervals", "speed", "interval_note"),
         },
         time_to_train_s_interval=_get(plan, "time_to_train_s_interval"),
     )

@@ -21,6 +21,7 @@ from rigwise.errors import InputError
 from rigwise.estimate import comms
 from rigwise.estimate.collective_latency import collective_link
 from rigwise.estimate.dequant import extra_traffic_ratio
+from rigwise.estimate.elementwise import maximum
 from rigwise.estimate.engine_builds import build_effects
 from rigwise.estimate.engine_rules import compute_capability
 from rigwise.estimate.inference_memory import (
@@ -255,8 +256,35 @@ def _host_seconds(ctx: Context, stage: Stage, host_bytes: float) -> float:
     return host_bytes / (stage.host_bandwidth_bytes_per_s * eff)
 
 
-def decode_stage_parts(ctx: Context, stage: Stage, context: int, batch: int) -> dict[str, float]:
-    """Named seconds of one decode step of ``batch`` sequences at ``context`` tokens, one stage."""
+def kernel_rooflines(*kernels: tuple[Any, Any]) -> tuple[Any, Any]:
+    """(memory-bound, compute-bound) seconds of kernels that run one after another, each given
+    as (bytes / bandwidth, FLOPs / peak): each kernel takes the longer of its two (roofline per
+    kernel), and the kernels add. A decode step's weight GEMMs and its attention are separate
+    kernels (FlashAttention / XQA read the KV cache, cuBLAS the weights), so at a large batch
+    compute-bound GEMMs do not hide the memory-bound attention (Pope et al. 2022 Sec. 2;
+    Sarathi-Serve, Agrawal et al. 2024, Sec. 2.3: decode attention stays memory-bound)."""
+    memory: Any = 0.0
+    compute: Any = 0.0
+    for moved, worked in kernels:
+        longer = maximum(moved, worked)
+        memory = memory + longer * (moved >= worked)
+        compute = compute + longer * (moved < worked)
+    return memory, compute
+
+
+def kernel_sums(*kernels: tuple[Any, Any]) -> tuple[Any, Any]:
+    """(all seconds of bytes, all seconds of FLOPs) of ``kernels``, one roofline for them all."""
+    return sum(k[0] for k in kernels), sum(k[1] for k in kernels)
+
+
+def decode_stage_parts(
+    ctx: Context, stage: Stage, context: int, batch: int, kernels: bool = False
+) -> dict[str, float]:
+    """Named seconds of one decode step of ``batch`` sequences at ``context`` tokens, one stage.
+    ``kernels``: memory and compute are already the weight GEMMs' and the attention's own
+    rooflines (``kernel_rooflines``: add them; the batched serving step); otherwise they are the
+    step's bytes and FLOPs (the caller keeps the longer: batch-1 decode, whose
+    decode_compute_efficiency was fitted that way on llama.cpp rows)."""
     eff = efficiency(ctx.engine, stage, ctx.quant, ctx.calibration)
     acc = stage.accelerator
     reads = weight_reads(ctx, stage, batch)
@@ -264,15 +292,18 @@ def decode_stage_parts(ctx: Context, stage: Stage, context: int, batch: int) -> 
     kv /= stage_kv_split(ctx.spec, stage)
     bandwidth = acc.memory_bandwidth_bytes_per_s * eff.decode_bandwidth_efficiency
     dequant = 1 + extra_traffic_ratio(ctx.engine, ctx.quant)  # unfused kernels move more
-    memory = reads.device_dense * dequant / bandwidth
-    memory += reads.device_experts * dequant / (bandwidth * eff.moe_expert_efficiency)
-    memory += kv / (acc.memory_bandwidth_bytes_per_s * eff.decode_kv_bandwidth_efficiency)
-    flops = batch * sum(flops_parts(ctx.spec, context)) * stage.layer_fraction / stage.tp
+    weights = reads.device_dense * dequant / bandwidth
+    weights += reads.device_experts * dequant / (bandwidth * eff.moe_expert_efficiency)
+    cache = kv / (acc.memory_bandwidth_bytes_per_s * eff.decode_kv_bandwidth_efficiency)
+    matmul, attention = flops_parts(ctx.spec, context)
     single = batch == 1  # a bool, or a bool array when a search passes batches as an array
     compute_eff = eff.serving_compute_efficiency + single * (
         eff.decode_compute_efficiency - eff.serving_compute_efficiency
     )
-    compute = flops / (peak_flops(acc, eff.prefill_dtype) * compute_eff)
+    per_flop = batch * stage.layer_fraction / stage.tp
+    per_flop /= peak_flops(acc, eff.prefill_dtype) * compute_eff
+    gemm, attend = (weights, matmul * per_flop), (cache, attention * per_flop)
+    memory, compute = kernel_rooflines(gemm, attend) if kernels else kernel_sums(gemm, attend)
     layers = ctx.spec.num_layers * stage.layer_fraction
     return {
         "memory_bandwidth": memory,

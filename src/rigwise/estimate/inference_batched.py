@@ -10,6 +10,7 @@ from typing import Any
 
 from rigwise.estimate.inference import (
     Context,
+    _tp_comm,
     attention_dtype,
     decode_stage_parts,
     efficiency,
@@ -34,7 +35,8 @@ def larger(a: Any, b: Any) -> Any:
 def decode_step_seconds(
     ctx: Context, stages: tuple[Stage, ...], network: Link | None, context: int, batch: int
 ) -> float:
-    """One continuous-batching step of ``batch`` sequences (serving).
+    """One continuous-batching step of ``batch`` sequences (serving): per stage its GEMMs' and
+    its attention's rooflines added (``inference.kernel_rooflines``), plus overheads.
 
     Pipelined engines split the batch into one micro-batch per stage and keep every stage
     busy: a stage runs its layers once per micro-batch, so its weights are read ``pp`` times
@@ -45,8 +47,8 @@ def decode_step_seconds(
     micro = -(-batch // len(stages)) if pipelined else batch
     times = []
     for stage in stages:
-        p = decode_stage_parts(ctx, stage, context, micro)
-        roof = larger(p["memory_bandwidth"], p["compute"])
+        p = decode_stage_parts(ctx, stage, context, micro, kernels=True)
+        roof = p["memory_bandwidth"] + p["compute"]  # kernel rooflines, already per kernel
         times.append(roof + p["host_offload"] + p["kernel_overhead"] + p["tensor_parallel_comm"])
     hops = hop_seconds(ctx, stages, network, micro)
     hops += (len(stages) - 1) * ctx.overheads.layer_hop_overhead_s
@@ -57,8 +59,12 @@ def decode_step_seconds(
 def prefill_seconds_per_token_batched(
     ctx: Context, stages: tuple[Stage, ...], prompt: int
 ) -> float:
-    """Prefill cost per prompt token when many prompts are batched (serving): compute only."""
+    """Prefill cost per prompt token when many prompts are batched (serving): the GEMMs and the
+    attention at their reached peaks, and under tensor parallelism the two all-reduces of each
+    token's hidden state per layer (Megatron-LM Sec. 3), paid per step of ``workspace_tokens``
+    (TensorRT-LLM and vLLM run them after the GEMMs, not overlapped, by default)."""
     total = 0.0
+    chunk = max(1, ctx.overheads.workspace_tokens)
     matmul_flops, attention_flops = flops_parts(ctx.spec, max(1, prompt // 2))
     for stage in stages:
         eff = efficiency(ctx.engine, stage, ctx.quant, ctx.calibration)
@@ -70,5 +76,6 @@ def prefill_seconds_per_token_batched(
         )  # a full step of prompt tokens
         attention_peak = peak_flops(stage.accelerator, attention_dtype(ctx, eff))
         seconds += attention_flops * share / (attention_peak * eff.prefill_attention_efficiency)
+        seconds += _tp_comm(ctx, stage, chunk) / chunk  # two all-reduces per layer per token
         total = max(total, seconds) if ctx.overheads.pipelined_serving else total + seconds
     return total

@@ -9,7 +9,7 @@ ranges come from ``estimate/intervals.py`` (a table computed by ``rigwise valida
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from rigwise.estimate.intervals import (
@@ -142,8 +142,65 @@ def add_inference_intervals(data: dict[str, Any]) -> dict[str, Any]:
         _set(serving, "ttft_s", r.time(serving["ttft_s"]))
     if (r := found["memory"]) and data.get("memory"):
         _set(data["memory"], "total_bytes", r.rate(data["memory"]["total_bytes"]))
+        for device in data["memory"].get("per_device") or []:
+            _set(device, "total_bytes", r.rate(device["total_bytes"]))
+    _latency_and_energy(data, found)
     data["intervals"] = {k: v.to_dict() for k, v in found.items() if v is not None}
     return data
+
+
+def _latency_and_energy(data: dict[str, Any], found: dict[str, Interval | None]) -> None:
+    """The latency check's TTFT and time per token, and the joules per token of a power
+    limit: a time (or energy = power x time) each, ranged like the phase it comes from. The
+    board power itself has no measured rows to range it (the range is the phase's time only)."""
+    latency, power = data.get("latency"), data.get("power")
+    if (r := found["prefill"]) is not None:
+        if latency:
+            _set(latency, "ttft_s", r.time(latency["ttft_s"]))
+        if power and power.get("prefill_joules_per_token") is not None:
+            _set(power, "prefill_joules_per_token", r.time(power["prefill_joules_per_token"]))
+    if (r := found["decode"]) is not None:
+        if latency:
+            _set(latency, "seconds_per_token", r.time(latency["seconds_per_token"]))
+        if power and power.get("decode_joules_per_token") is not None:
+            _set(power, "decode_joules_per_token", r.time(power["decode_joules_per_token"]))
+
+
+def add_search_intervals(
+    rows: Sequence[dict[str, Any]], engine: str, accelerator_ids: Sequence[str]
+) -> list[dict[str, Any]]:
+    """Rows of a serving-layout search (``infer --search``) with their ranges: tokens/s and
+    TPOT from the (batched) serving regime, TTFT from prefill, on each row's own GPU count."""
+    classes = {_device_class_of(a) for a in accelerator_ids}
+    device_class = classes.pop() if len(classes) == 1 else "mixed"
+    out = []
+    for row in rows:
+        row = dict(row)
+        devices = int(row.get("gpus") or 1)
+        quant = str(row.get("quant") or "")
+        serving = lookup(inference_regime("serving", engine, device_class, quant, devices), devices)
+        prefill = lookup(inference_regime("prefill", engine, device_class, quant, devices), devices)
+        if serving is not None:
+            for name in ("tokens_per_s_per_gpu", "tokens_per_s_per_user"):
+                if row.get(name) is not None:
+                    _set(row, name, serving.rate(row[name]))
+            if row.get("tpot_s") is not None:
+                _set(row, "tpot_s", serving.time(row["tpot_s"]))
+        if prefill is not None and row.get("ttft_s") is not None:
+            _set(row, "ttft_s", prefill.time(row["ttft_s"]))
+        out.append(row)
+    return out
+
+
+def decode_range(plan: Any) -> list[float] | None:
+    """The P10-P90 of a fitting inference ``plan``'s decode tokens/s (a lever's changed plan:
+    its own quant, engine and device count set its regime); None when it has none."""
+    if not getattr(plan, "fits", False) or getattr(plan, "decode", None) is None:
+        return None
+    from rigwise.serialize import to_jsonable
+
+    data = to_jsonable(plan)
+    return ((data or {}).get("decode") or {}).get("tokens_per_s_interval")
 
 
 def add_training_intervals(data: dict[str, Any]) -> dict[str, Any]:
@@ -155,7 +212,7 @@ def add_training_intervals(data: dict[str, Any]) -> dict[str, Any]:
     memory = lookup(training_regime("train_memory", accelerator, devices), devices)
     if speed is not None:
         _set(data.get("step"), "seconds", speed.time(data["step"]["seconds"]))
-        for name in ("tokens_per_s", "model_tflops_per_gpu"):
+        for name in ("tokens_per_s", "model_tflops_per_gpu", "mfu", "hfu"):
             if data.get(name) is not None:
                 data[f"{name}_interval"] = speed.rate(data[name])
         for name in ("time_to_train_s", "gpu_hours", "energy_kwh", "cost_usd"):

@@ -1,8 +1,9 @@
 """Serving under load: continuous batching, a running batch, and a queue.
 
 With continuous batching (Yu et al. 2022, Orca, OSDI; vLLM, Kwon et al. 2023) every step decodes
-one token for each running sequence, so a step at batch B costs the longer of the bytes it reads
-(weights once, KV caches B times) and its FLOPs (B tokens), plus fixed overheads. Prompts are
+one token for each running sequence, so a step at batch B runs the weight GEMMs (the longer of
+the weights read once and the FLOPs of B tokens) and then the attention (the longer of B KV
+caches read and their FLOPs), plus fixed overheads (``inference.kernel_rooflines``). Prompts are
 prefilled in compute-bound chunks mixed into the decode steps (chunked prefill, Agrawal et al.
 2024, Sarathi-Serve, OSDI): over one request's life a replica spends
 ``B x prompt x prefill_per_token + gen x step(B)`` to emit ``B x gen`` tokens.
@@ -245,7 +246,7 @@ def replica_costs(
         return decode_step_seconds(ctx, stages, network, average_context, batch)
 
     def compute_bound(batch: int) -> bool:
-        parts = decode_stage_parts(ctx, stages[0], average_context, batch)
+        parts = decode_stage_parts(ctx, stages[0], average_context, batch, kernels=True)
         return parts["compute"] > parts["memory_bandwidth"]
 
     return Costs(

@@ -53,6 +53,9 @@ class Workload:
     # Cross-entropy computed over chunks of the sequence (torchtune CEWithChunkedOutputLoss,
     # Unsloth/Liger fused loss): the full fp32 logits are never alive at once.
     chunked_loss: bool = False
+    # Cross-entropy compiled into fused kernels (torch.compile of the loss; torchtitan does it
+    # with training.compile since 2025-04): no fp32 copy of the logits is ever alive.
+    compiled_loss: bool = False
     # QLoRA's adapter optimizer state paged to host memory under pressure (bitsandbytes
     # paged optimizers; Dettmers et al. 2023 Sec. 3).
     paged_optimizer: bool = False

@@ -64,6 +64,10 @@ LOGITS_BYTES = 10.0
 # eight at a time to fp32 with its gradient (8 bytes / 8): torchtune CEWithChunkedOutputLoss
 # (num_output_chunks=8); Unsloth/Liger fused losses stay below this.
 CHUNKED_LOGITS_BYTES = 2.0 + 8.0 / 8.0
+# A compiled cross-entropy fuses the fp32 upcast, log-softmax and its backward: it keeps the
+# bf16 logits (and a per-row fp32 log-sum-exp) and writes the bf16 gradient in one kernel
+# (Inductor reduction fusion; torchtitan components/loss.py compiles cross_entropy_loss).
+COMPILED_LOGITS_BYTES = 2.0 + 2.0
 
 
 @dataclass(frozen=True)
@@ -274,7 +278,11 @@ def activation_memory(geo: Geometry, work: Workload, lay: LayoutArrays) -> np.nd
     stored_layers = np.minimum(layers, 2.0) if work.activation_offload else layers
     first_stage = per_layer * stored_layers * in_flight + working
     # The last stage holds one microbatch plus the logits for the loss (vocab-parallel over TP).
-    per_logit = CHUNKED_LOGITS_BYTES if work.chunked_loss else LOGITS_BYTES
+    per_logit = LOGITS_BYTES
+    if work.compiled_loss:
+        per_logit = COMPILED_LOGITS_BYTES
+    if work.chunked_loss:
+        per_logit = CHUNKED_LOGITS_BYTES
     logits = tokens * geo.vocab * per_logit / lay.tp
     last_stage = per_layer * stored_layers + working + logits
     peak: np.ndarray = np.maximum(first_stage, last_stage)

@@ -22,13 +22,14 @@ VERDICTS = "finetune_fit_verdicts.csv"
 SOURCE = "fine-tune memory (not in shared/)"
 
 
-def _plan(row: Mapping[str, str]) -> Any:
+def plan_row(row: Mapping[str, str]) -> Any:
     """The row's run planned with its layout fixed (``TrainingPlan``)."""
     from rigwise.api.train import plan_training
 
     gpus, mb = int(row["gpus"]), int(row["micro_batch"])
     framework = row.get("framework") or None
     return plan_training(
+        **_stated(row),
         model=row["model"],
         on=f"{gpus}x {row['device']}",
         method=row["method"],
@@ -53,15 +54,45 @@ def _plan(row: Mapping[str, str]) -> Any:
     )
 
 
+def _stated(row: Mapping[str, str]) -> dict[str, Any]:
+    """Settings a row states beyond the common columns (empty: the framework preset's or the
+    default): ``lora_targets`` (``q v`` ...), ``optimizer``, ``chunked_loss``,
+    ``activation_offload`` (0/1)."""
+    stated: dict[str, Any] = {}
+    if row.get("lora_targets"):
+        stated["lora_targets"] = row["lora_targets"].split()
+    if row.get("optimizer"):
+        stated["optimizer"] = row["optimizer"]
+    for flag in ("chunked_loss", "activation_offload"):
+        if row.get(flag):
+            stated[flag] = row[flag] == "1"
+    return stated
+
+
+def predicted_gib(row: Mapping[str, str], memory: Any) -> float:
+    """The counter the source read: ``peak_allocated_gib`` (``torch.cuda.max_memory_allocated``)
+    is the tensors alone (weights, gradients, optimizer state, activations); the other
+    quantities (reserved memory, nvidia-smi) are compared with the total."""
+    if row.get("quantity") == "peak_allocated_gib":
+        tensors = (
+            memory.weights_bytes
+            + memory.gradients_bytes
+            + memory.optimizer_bytes
+            + memory.activations_bytes
+        )
+        return float(tensors) / GIB
+    return float(memory.total_bytes) / GIB
+
+
 def finetune_memory_cases(directory: Path) -> Iterator[Comparison]:
     from rigwise.estimate.plan_intervals import training_regime
     from rigwise.validation.training_cases import rows as _rows
 
     for row in _rows(directory, FILE):
-        plan = _plan(row)
+        plan = plan_row(row)
         if plan.memory_per_gpu is None:
             continue
-        predicted = plan.memory_per_gpu.total_bytes / GIB
+        predicted = predicted_gib(row, plan.memory_per_gpu)
         gpus = int(row["gpus"])
         regime = training_regime("train_memory", plan.accelerator, gpus)
         yield Comparison(
@@ -113,7 +144,7 @@ def finetune_verdicts(directory: Path) -> FitVerdicts:
     right = oom_rows = oom_right = 0
     mismatches: list[str] = []
     for row, verdict in published:
-        plan = _plan(row)
+        plan = plan_row(row)
         ok = plan.fits == (verdict == "fits")
         right += ok
         oom_rows += verdict == "oom"

@@ -49,6 +49,7 @@ def _torchtitan_setup(
         # torchtitan's selective AC of the llama3 configs is per-op SAC (selective_ac_option "op").
         selective_policy=assume.get((TORCHTITAN, "selective_policy"), "op"),
         float8_scaling="rowwise" if "rowwise" in techniques else "tensorwise",
+        compiled_loss=row.get("loss") == "compiled",  # torchtitan from 2025-04 (CSV header)
     )
     microbatches = int(assume.get((TORCHTITAN, "pp_microbatches"), "0")) or pp
     mb = max(local // microbatches, 1) if pp > 1 else local

@@ -112,10 +112,22 @@ def pareto(
             "x": [o.get("tco_usd") for o in chosen], "y": [o.get(speed_key) for o in chosen],
             "text": [o.get("on", "") for o in chosen], "textposition": "top center",
             "marker": {"size": 11, "color": _PALETTE[i % len(_PALETTE)]},
+            "error_y": _error_bars(chosen, speed_key),
         })  # fmt: skip
     layout = {"title": "Cost vs speed", "xaxis": {"title": "total cost of ownership (USD)"},
               "yaxis": {"title": speed_title}}  # fmt: skip
     return chart("pareto-chart", data, layout)
+
+
+def _error_bars(options: Sequence[Mapping[str, Any]], key: str) -> dict[str, Any]:
+    """The P10-P90 of each option's ``key`` (``<key>_interval``) as asymmetric error bars."""
+    up, down = [], []
+    for o in options:
+        value, bounds = o.get(key), o.get(f"{key}_interval") or [None, None]
+        ok = isinstance(value, int | float) and all(isinstance(b, int | float) for b in bounds)
+        up.append(bounds[1] - value if ok else None)
+        down.append(value - bounds[0] if ok else None)
+    return {"type": "data", "symmetric": False, "array": up, "arrayminus": down, "width": 0}
 
 
 def scatter(

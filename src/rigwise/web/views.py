@@ -139,11 +139,15 @@ def _inference_sweeps(query: Mapping[str, str], plan: Mapping[str, Any]) -> list
         low.append(band[0])
         high.append(band[1])
     aggregate, per_user = [], []
+    aggregate_low, aggregate_high = [], []  # the P10-P90 band of the serving prediction
     for concurrency in CONCURRENCY_SWEEP:
         swept = _sweep(base, {"concurrency": concurrency})
-        serving = swept.get("serving") if swept else None
-        aggregate.append(serving.get("aggregate_tokens_per_s") if serving else None)
-        per_user.append(serving.get("per_user_tokens_per_s") if serving else None)
+        serving = (swept.get("serving") if swept else None) or {}
+        ranged = serving.get("aggregate_tokens_per_s_interval") or [None, None]
+        aggregate.append(serving.get("aggregate_tokens_per_s"))
+        aggregate_low.append(ranged[0])
+        aggregate_high.append(ranged[1])
+        per_user.append(serving.get("per_user_tokens_per_s"))
     return [
         charts.speed_curve(
             "context-chart",
@@ -157,7 +161,12 @@ def _inference_sweeps(query: Mapping[str, str], plan: Mapping[str, Any]) -> list
             "Serving speed vs concurrent requests",
             "concurrent requests",
             CONCURRENCY_SWEEP,
-            {"aggregate": aggregate, "per user": per_user},
+            {
+                "aggregate P10": aggregate_low,
+                "aggregate P90": aggregate_high,
+                "aggregate": aggregate,
+                "per user": per_user,
+            },
         ),
     ]
 
@@ -248,7 +257,14 @@ def build_context(params: Mapping[str, str]) -> dict[str, Any]:
         ctx["charts"] = [charts.pareto(options, "decode_tokens_per_s", "decode tokens/s")]
     elif any(o.get("time_to_train_s") for o in options):  # training: days, known times only
         timed = [
-            {**o, "days_to_train": o["time_to_train_s"] / 86400}
+            {
+                **o,
+                "days_to_train": o["time_to_train_s"] / 86400,
+                "days_to_train_interval": [
+                    b / 86400 for b in o.get("time_to_train_s_interval") or []
+                ]
+                or None,
+            }
             for o in options
             if o.get("time_to_train_s")
         ]

@@ -1,0 +1,74 @@
+"""A batched decode step is a sequence of kernels, each its own roofline: the weight GEMMs
+(bytes of weights vs FLOPs of B tokens) and the attention (bytes of B KV caches vs their FLOPs)
+add (Pope et al. 2022 Sec. 2; Sarathi-Serve Sec. 2.3). Batch-1 decode keeps one roofline for the
+whole step (the llama.cpp factors were fitted that way)."""
+
+from __future__ import annotations
+
+import pytest
+from tests.estimate.test_inference_physics import PCIE, context, dense_model, gpu, stage
+
+from rigwise.estimate import comms
+from rigwise.estimate.collective_latency import collective_link
+from rigwise.estimate.inference import (
+    catalog_efficiency,
+    decode_stage_parts,
+    flops_parts,
+    kernel_rooflines,
+    kernel_sums,
+)
+from rigwise.estimate.inference_batched import (
+    decode_step_seconds,
+    prefill_seconds_per_token_batched,
+)
+
+
+def test_kernel_rooflines_keep_each_kernels_longer_side_and_add_them() -> None:
+    # GEMM: 2 s of bytes, 1 s of FLOPs -> 2 s memory-bound; attention: 1 s vs 3 s -> 3 s compute
+    assert kernel_rooflines((2.0, 1.0), (1.0, 3.0)) == (2.0, 3.0)
+    # one roofline over the whole step would overlap them: max(2 + 1, 1 + 3) = 4 s, not 5 s
+    assert kernel_sums((2.0, 1.0), (1.0, 3.0)) == (3.0, 4.0)
+
+
+def test_batched_step_adds_compute_bound_gemms_to_memory_bound_attention() -> None:
+    spec, acc = dense_model(), gpu()  # 1000 GB/s, 100 TFLOP/s bf16; CAL: 0.8 / 0.5 / 0.5
+    ctx, batch, ctx_len = context(spec), 256, 2048
+    matmul, attention = flops_parts(spec, ctx_len)
+    gemm = max(ctx.weights_bytes / 800e9, batch * matmul / 50e12)
+    attend = max(batch * spec.kv_cache_bytes(ctx_len, "f16") / 500e9, batch * attention / 50e12)
+    parts = decode_stage_parts(ctx, stage(acc), ctx_len, batch, kernels=True)
+    assert parts["compute"] == pytest.approx(batch * matmul / 50e12)  # the GEMMs: compute-bound
+    assert parts["memory_bandwidth"] + parts["compute"] == pytest.approx(gemm + attend)
+    step = decode_step_seconds(ctx, (stage(acc),), None, ctx_len, batch)
+    assert step == pytest.approx(gemm + attend + parts["kernel_overhead"])
+    single = decode_stage_parts(ctx, stage(acc), ctx_len, batch)  # one roofline: overlaps them
+    assert max(single["memory_bandwidth"], single["compute"]) < gemm + attend
+
+
+def test_batch_one_decode_is_unchanged_by_the_kernel_split() -> None:
+    ctx = context(dense_model())
+    whole = decode_stage_parts(ctx, stage(gpu()), 4096, 1)
+    split = decode_stage_parts(ctx, stage(gpu()), 4096, 1, kernels=True)
+    assert whole["compute"] < whole["memory_bandwidth"]  # memory-bound at batch 1
+    assert split["memory_bandwidth"] == pytest.approx(whole["memory_bandwidth"])
+    assert split["compute"] == 0.0
+
+
+def test_vllm_streams_weights_on_gddr_as_on_hbm() -> None:
+    # efficiency_inference.csv: the one measured vLLM figure (A100 BF16 at batch 1, 0.80) holds
+    # for GDDR cards too (llama.cpp reaches 0.83-0.997 of GDDR datasheet bandwidth)
+    hbm = catalog_efficiency("vllm", "nvidia-hbm", "bf16").decode_bandwidth_efficiency
+    for klass, quant in (("nvidia-gddr", "bf16"), ("nvidia-gddr", "fp8")):
+        assert catalog_efficiency("vllm", klass, quant).decode_bandwidth_efficiency == hbm == 0.80
+
+
+def test_batched_prefill_pays_the_tensor_parallel_all_reduces_per_token() -> None:
+    # Megatron-LM Sec. 3: two all-reduces of each token's hidden state per layer; a scheduler
+    # step of workspace_tokens prompt tokens all-reduces them together (vLLM: 8192)
+    ctx = context(dense_model(), engine="vllm")
+    tokens = ctx.overheads.workspace_tokens
+    one = prefill_seconds_per_token_batched(ctx, (stage(gpu()),), 2048)
+    two = prefill_seconds_per_token_batched(ctx, (stage(gpu(), tp=2),), 2048)
+    size = tokens * 4096 * 2  # bf16 hidden states of the step
+    ring = comms.ring_all_reduce(size, 2, collective_link(PCIE)).seconds
+    assert two == pytest.approx(one / 2 + 32 * 2 * ring / tokens)
