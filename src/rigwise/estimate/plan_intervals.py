@@ -66,6 +66,7 @@ def _set(section: dict[str, Any] | None, name: str, bounds: list[float]) -> None
         section[f"{name}_interval"] = bounds
 
 
+@functools.lru_cache(maxsize=256)
 def _memory_interval(devices: int) -> Interval | None:
     """No inference memory was ever measured: the training peak-memory range, widened."""
     found = lookup(Regime("train_memory", "training", ANY, ANY, ANY), devices)
@@ -86,31 +87,40 @@ def _memory_interval(devices: int) -> Interval | None:
     )
 
 
-def plan_regime(data: dict[str, Any], metric: str) -> tuple[Regime, int] | None:
-    """The regime of an inference plan's ``metric`` and its device count (None: no devices)."""
+def _devices(data: dict[str, Any]) -> tuple[str, int] | None:
+    """The device class and device count of an inference plan (None: no devices)."""
     per_device = (data.get("memory") or {}).get("per_device") or []
     if not per_device:
         return None
     classes = {_device_class_of(d["accelerator"]) for d in per_device if d.get("accelerator")}
     device_class = classes.pop() if len(classes) == 1 else "mixed"
-    devices = sum(int(d.get("count", 1)) for d in per_device)
+    return device_class, sum(int(d.get("count", 1)) for d in per_device)
+
+
+def plan_regime(data: dict[str, Any], metric: str) -> tuple[Regime, int] | None:
+    """The regime of an inference plan's ``metric`` and its device count (None: no devices)."""
+    found = _devices(data)
+    if found is None:
+        return None
+    device_class, devices = found
     return inference_regime(metric, data["engine"], device_class, data["quant"], devices), devices
 
 
 def add_inference_intervals(data: dict[str, Any]) -> dict[str, Any]:
     """``data``: ``InferencePlan.to_dict()``; adds the ``*_interval`` keys in place."""
-    if not data.get("fits") or plan_regime(data, "decode") is None:
+    where = _devices(data) if data.get("fits") else None
+    if where is None:
         return data
+    device_class, devices = where
     concurrency = (data.get("workload") or {}).get("concurrency", 1)
 
     def regime(metric: str) -> Interval | None:
-        found = plan_regime(data, metric)
-        return lookup(*found) if found else None
+        at = inference_regime(metric, data["engine"], device_class, data["quant"], devices)
+        return lookup(at, devices)
 
     found: dict[str, Interval | None] = {"decode": regime("decode"), "prefill": regime("prefill")}
     batched = concurrency != 1
     found["serving"] = regime("serving") if batched else found["decode"]
-    devices = plan_regime(data, "decode")[1]  # type: ignore[index]
     found["memory"] = _memory_interval(devices)
     if (r := found["decode"]) and data.get("decode"):
         _set(data["decode"], "tokens_per_s", r.rate(data["decode"]["tokens_per_s"]))

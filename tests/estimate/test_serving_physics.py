@@ -1,7 +1,8 @@
-"""A batched decode step is a sequence of kernels, each its own roofline: the weight GEMMs
-(bytes of weights vs FLOPs of B tokens) and the attention (bytes of B KV caches vs their FLOPs)
-add (Pope et al. 2022 Sec. 2; Sarathi-Serve Sec. 2.3). Batch-1 decode keeps one roofline for the
-whole step (the llama.cpp factors were fitted that way)."""
+"""Serving physics: a batched decode step is a sequence of kernels, each its own roofline (the
+weight GEMMs and the attention add: Pope et al. 2022 Sec. 2; Sarathi-Serve Sec. 2.3), batch-1
+decode keeps one roofline for the whole step (the llama.cpp factors were fitted that way);
+batched prefill pays the tensor-parallel all-reduces; NVFP4 weights, GEMM speed and the
+published devices as their datasheets and checkpoints say."""
 
 from __future__ import annotations
 
@@ -21,6 +22,9 @@ from rigwise.estimate.inference_batched import (
     decode_step_seconds,
     prefill_seconds_per_token_batched,
 )
+from rigwise.hardware import get_accelerator
+from rigwise.models import load_model
+from rigwise.validation.inference import _Names, default_directory
 
 
 def test_kernel_rooflines_keep_each_kernels_longer_side_and_add_them() -> None:
@@ -72,3 +76,33 @@ def test_batched_prefill_pays_the_tensor_parallel_all_reduces_per_token() -> Non
     size = tokens * 4096 * 2  # bf16 hidden states of the step
     ring = comms.ring_all_reduce(size, 2, collective_link(PCIE)).seconds
     assert two == pytest.approx(one / 2 + 32 * 2 * ring / tokens)
+
+
+def test_nvfp4_checkpoints_keep_embeddings_and_lm_head_in_bf16() -> None:
+    # ModelOpt NVFP4 (nvidia/Llama-3.3-70B-Instruct-FP4): hf_quant_config exclude_modules
+    # ["lm_head"]; the embedding is no Linear layer, so both stay BF16 (as FP8 checkpoints do)
+    spec = load_model("llama-3.3-70b")
+    head = spec.params_lm_head or 0
+    expected = spec.params_matmul * 4.5 + (spec.params_embedding + spec.params_positions) * 16
+    expected += head * 16 + spec.params_vectors * 16
+    assert spec.weights_bytes("NVFP4") == pytest.approx(expected / 8)
+
+
+def test_nvfp4_gemms_on_b200_reach_the_kernel_benchmark_share_of_the_fp8_fit() -> None:
+    # B200, CUTLASS, M=16384 N=6144 K=4096 with activation quantization: NVFP4 3039 of 9000
+    # TFLOP/s (vLLM PR #20646), FP8 2226 of 4500 (vLLM PR #19566)
+    fp8 = catalog_efficiency("tensorrt-llm", "nvidia-hbm", "fp8")
+    fp4 = catalog_efficiency("tensorrt-llm", "nvidia-hbm", "nvfp4")
+    share = (3039 / 9000) / (2226 / 4500)
+    assert fp4.serving_compute_efficiency == round(fp8.serving_compute_efficiency * share, 2)
+    assert fp4.prefill_compute_efficiency == round(fp8.prefill_compute_efficiency * share, 2)
+    # measured on SM100 only: the GDDR (SM120) Blackwell cards keep the FP8 fit
+    gddr = catalog_efficiency("tensorrt-llm", "nvidia-gddr", "nvfp4")
+    assert gddr.serving_compute_efficiency == fp8.serving_compute_efficiency
+
+
+def test_the_published_rtx_pro_server_edition_is_planned_as_the_server_edition() -> None:
+    names = _Names(default_directory())
+    found, why = names.get("gpu", "RTX 6000 Pro Blackwell Server Edition")
+    assert (found, why) == ("rtx-pro-6000-blackwell-server", "")
+    assert get_accelerator(found).memory_bandwidth_bytes_per_s == 1597e9  # its datasheet
