@@ -8,8 +8,9 @@ memory, offload) is ``rigwise.api.infer_stages``; disaggregated pools are
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from rigwise.api.infer_options import ENGINES, MAX_CONTEXT_TOKENS, InferOptions
 from rigwise.api.infer_stages import (
@@ -40,7 +41,7 @@ from rigwise.estimate.inference import (
     efficiency,
     prefill_phase,
 )
-from rigwise.estimate.inference_memory import Stage
+from rigwise.estimate.inference_memory import MemoryBreakdown, Stage
 from rigwise.estimate.plan_intervals import add_inference_intervals
 from rigwise.estimate.power import capped_inference
 from rigwise.estimate.serving_layout import check_rules, engine_context, serve_with_queue
@@ -122,7 +123,47 @@ def _context(
     return context
 
 
-def _plan(opts: InferOptions) -> InferencePlan:
+@dataclass(frozen=True)
+class _Setup:
+    """What a plan's devices, engine and formats are: everything but the request's sizes
+    (prompt, gen, context), the offload choice and what is checked against the speeds. Sweeps
+    (``--queries``, charts, levers) plan many sizes on one setup, so it is made once."""
+
+    layout_update: Mapping[str, object] | None  # default_layout's tp/pp/dp, when it chose them
+    layout_note: str | None
+    spec: ModelSpec
+    cluster: Cluster
+    stages: tuple[Stage, ...]
+    ctx: Context
+    idle_notes: tuple[str, ...]
+
+
+# The options a setup depends on (the rest vary per request): see _setup.
+_SETUP_FIELDS = (
+    "model", "on", "nodes", "network", "cluster", "quant", "kv_quant", "concurrency", "engine",
+    "host", "split", "tp", "pp", "dp", "ep", "attention_dp", "engine_build",
+)  # fmt: skip
+_setup_key = operator.attrgetter(*_SETUP_FIELDS)
+_SETUPS: dict[tuple[object, ...], _Setup] = {}
+_SETUPS_LIMIT = 4096
+
+
+def _setup_of(opts: InferOptions) -> _Setup:
+    """``_setup(opts)``, cached by the options it reads (not for calibration factors or
+    disaggregated pools, whose dict values are rare and unhashable)."""
+    if opts.calibration is not None or opts.disagg is not None:
+        return _setup(opts)
+    key = _setup_key(opts)
+    found = _SETUPS.get(key)
+    if found is None:
+        found = _setup(opts)
+        if len(_SETUPS) >= _SETUPS_LIMIT:
+            _SETUPS.clear()
+        _SETUPS[key] = found
+    return found
+
+
+def _setup(opts: InferOptions) -> _Setup:
     spec = model_of(opts.model)
     cluster = cluster_of(opts.on, opts.nodes, opts.network, opts.cluster)
     engine = opts.engine or default_engine(cluster, opts.concurrency)
@@ -131,11 +172,9 @@ def _plan(opts: InferOptions) -> InferencePlan:
         opts.quant or file_quant(spec) or native_format(spec.name, engine) or default_quant(engine)
     )
     kv_dtype = opts.kv_quant or default_kv(engine, quant)
-    opts, layout_note = default_layout(opts, cluster, engine, spec, quant)
-    stages = with_host(stages_of(opts, cluster, engine, spec.num_layers), opts.host)
-    notes: list[str] = [layout_note] if layout_note else []
-    context = _context(opts, spec, engine, stages, notes)
-    notes.extend(_idle_devices(opts, cluster, stages, spec.num_layers))
+    laid, layout_note = default_layout(opts, cluster, engine, spec, quant)
+    update = None if laid is opts else {k: getattr(laid, k) for k in ("tp", "pp", "dp")}
+    stages = with_host(stages_of(laid, cluster, engine, spec.num_layers), opts.host)
     ctx = Context(
         spec=spec,
         engine=engine,
@@ -147,6 +186,20 @@ def _plan(opts: InferOptions) -> InferencePlan:
         calibration=opts.calibration,
         engine_build=opts.engine_build,
     )
+    idle = tuple(_idle_devices(laid, cluster, stages, spec.num_layers))
+    return _Setup(update, layout_note, spec, cluster, stages, ctx, idle)
+
+
+def _plan(opts: InferOptions) -> InferencePlan:
+    setup = _setup_of(opts)
+    spec, cluster, ctx = setup.spec, setup.cluster, setup.ctx
+    engine, quant, kv_dtype = ctx.engine, ctx.quant, ctx.kv_dtype
+    if setup.layout_update is not None:
+        opts = opts.model_copy(update=setup.layout_update)
+    stages = setup.stages
+    notes: list[str] = [setup.layout_note] if setup.layout_note else []
+    context = _context(opts, spec, engine, stages, notes)
+    notes.extend(setup.idle_notes)
     for stage in stages:  # validate calibration keys early, once
         efficiency(engine, stage, quant, opts.calibration)
     kv_bytes = spec.kv_cache_bytes(context, kv_dtype)  # one request must fit; more may queue
@@ -177,7 +230,7 @@ def _plan(opts: InferOptions) -> InferencePlan:
         return replace(plan, verdict=DOES_NOT_FIT, reason=broken.reason, broken_rule=broken.rule)
     if memory.verdict == DOES_NOT_FIT:
         return plan
-    return _with_speed(plan, opts, ctx, stages, cluster)
+    return _with_speed(plan, opts, ctx, stages, cluster, kv_bytes)
 
 
 def _idle_devices(
@@ -220,10 +273,16 @@ def _with_speed(
     ctx: Context,
     stages: tuple[Stage, ...],
     cluster: Cluster,
+    kv_bytes: float,
 ) -> InferencePlan:
     """Prefill, decode, serving (a running batch and a queue) and the latency check of a plan
-    whose single request fits; the verdict stays the single request's."""
+    whose single request fits (``kv_bytes``: its KV cache, whose memory the plan holds); the
+    verdict stays the single request's."""
     network = cluster.network
+
+    def memory_for(kv: float) -> MemoryBreakdown:  # a batch of one: the memory already made
+        return plan.memory if kv == kv_bytes else memory_of(ctx.spec, stages, ctx, kv, ctx.engine)
+
     prefill = prefill_phase(ctx, stages, network, opts.prompt)
     decode = decode_phase(ctx, stages, network, opts.prompt + opts.gen // 2)
     power = None
@@ -234,7 +293,7 @@ def _with_speed(
         ctx,
         stages,
         network,
-        lambda kv: memory_of(ctx.spec, stages, ctx, kv, ctx.engine),
+        memory_for,
         (opts.concurrency, opts.prompt, opts.gen, plan.workload.context),
         prefill,
         opts.max_batch,

@@ -10,7 +10,8 @@ The options class itself is ``rigwise.api.train_options`` (one documented field 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from rigwise.api._lookup import cached_cluster, cached_model
@@ -33,12 +34,15 @@ from rigwise.plans import TrainingPlan
 from rigwise.search import (
     OBJECTIVES,
     SEQ_STEP,
+    SearchResult,
     longest_fitting,
     prune_rules,
     search_layouts,
 )
 from rigwise.validate_input import merged_options, validated
 
+Notes = tuple[str, ...]
+Search = Callable[..., SearchResult]  # search_layouts, or a batch's memo of it
 _LAYOUT_FLAGS = ("tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch", "zero", "recompute")
 
 
@@ -114,7 +118,7 @@ def _model_parallel(opts: TrainOptions) -> int:
     return (opts.tp or 1) * (opts.pp or 1) * (opts.cp or 1)
 
 
-def _given_layout(opts: TrainOptions, work: Workload, gpus: int) -> Layout:
+def given_layout(opts: TrainOptions, work: Workload, gpus: int) -> Layout:
     tp, pp, cp = opts.tp or 1, opts.pp or 1, opts.cp or 1
     dp = opts.dp or max(gpus // (tp * pp * cp), 1)
     recompute = opts.recompute or ("full" if opts.method in ("lora", "qlora") else "none")
@@ -168,25 +172,56 @@ def plan_training(options: TrainOptions | None = None, /, **fields: object) -> T
     With ``framework`` the framework's defaults (``catalog/data/training_frameworks.yaml``)
     fill every option not given explicitly. When the default layout does not fit and some
     layout flags are free, the layout is searched instead (a note says so)."""
+    setup, notes = prepared(options, fields)
+    if setup.opts.seq == "max":
+        plan = _longest_seq(setup)
+    else:
+        plan = _plan(setup, setup.workload(setup.opts.seq))
+    return replace(plan, notes=notes + plan.notes)
+
+
+def prepared(options: TrainOptions | None, fields: Mapping[str, object]) -> tuple[_Setup, Notes]:
+    """The validated options (with a framework's defaults) and what every plan of them shares,
+    and the note saying which defaults a framework filled in."""
     given = _given(options, fields)
     opts = options if options is not None and not fields else _validated(given)
     spec = _model(opts.model)
     cluster = _cluster(opts.on, opts.nodes, opts.network, opts.cluster)
     fabric = fabric_of(cluster, opts.power_limit)
     gpus = cluster.accelerator_count
-    notes: tuple[str, ...] = ()
+    notes: Notes = ()
     if opts.framework:
         preset = framework_settings(opts.framework, opts.method, gpus)
         opts = _validated({**preset, **given})
         applied = ", ".join(f"{k}={v}" for k, v in preset.items() if k not in given)
         notes = (f"{opts.framework} defaults: {applied or 'none needed'}",)
-    factors = training_factors(fabric.accelerator.id, opts.calibration)
-    setup = _Setup(opts, spec, geometry(spec), fabric, factors, gpus)
-    if opts.seq == "max":
-        plan = _longest_seq(setup)
-    else:
-        plan = _plan(setup, _workload(opts, spec, gpus, opts.seq))
-    return replace(plan, notes=notes + plan.notes)
+    factors = _factors(fabric.accelerator.id, opts.calibration)
+    return _Setup(opts, spec, _geometry(spec), fabric, factors, gpus), notes
+
+
+def _factors(accelerator_id: str, calibration: Mapping[str, float] | None) -> TrainingFactors:
+    """The catalog's factors are read once per device (a sweep asks thousands of times)."""
+    if calibration:
+        return training_factors(accelerator_id, calibration)
+    return _catalog_factors(accelerator_id)
+
+
+@functools.lru_cache(maxsize=256)
+def _catalog_factors(accelerator_id: str) -> TrainingFactors:
+    return training_factors(accelerator_id, None)
+
+
+def _geometry(spec: ModelSpec) -> Geometry:
+    """``geometry(spec)``, once per model object (the cached lookups hand out the same one)."""
+    found = _GEOMETRIES.get(id(spec))
+    if found is None or found[0] is not spec:
+        if len(_GEOMETRIES) > 1024:
+            _GEOMETRIES.clear()
+        found = _GEOMETRIES[id(spec)] = (spec, geometry(spec))
+    return found[1]
+
+
+_GEOMETRIES: dict[int, tuple[ModelSpec, Geometry]] = {}
 
 
 @dataclass(frozen=True)
@@ -200,6 +235,9 @@ class _Setup:
     fabric: Fabric
     factors: TrainingFactors
     gpus: int
+
+    def workload(self, seq: int) -> Workload:
+        return _workload(self.opts, self.spec, self.gpus, seq)
 
     def plan_at(self, ev: Evaluation, index: int, work: Workload) -> TrainingPlan:
         """The plan of layout ``index`` of an evaluation."""
@@ -228,14 +266,21 @@ class _Setup:
 
 
 def _plan(setup: _Setup, work: Workload) -> TrainingPlan:
-    opts = setup.opts
-    if opts.search:
+    if setup.opts.search:
         return _searched(setup, work)
-    plan = _single(setup, work)
+    return continued(setup, work, _single(setup, work))
+
+
+def continued(
+    setup: _Setup, work: Workload, plan: TrainingPlan, search: Search = search_layouts
+) -> TrainingPlan:
+    """The plan of the given (or default) layout, or, when it does not fit and some layout
+    flags are free, the best layout a search over them finds (a note says so)."""
+    opts = setup.opts
     free = [name for name in (*_LAYOUT_FLAGS, "sequence_parallel") if getattr(opts, name) is None]
     if plan.fits or not free or plan.memory_per_gpu is None:
         return plan
-    found = _searched(setup, work)
+    found = _searched(setup, work, search)
     tried = found.search.generated if found.search else 0
     if not found.fits:
         reason = f"{plan.reason}; a search of {tried} layouts over {', '.join(free)} found none"
@@ -266,17 +311,24 @@ def _longest_seq(setup: _Setup) -> TrainingPlan:
 
 
 def _single(setup: _Setup, work: Workload) -> TrainingPlan:
-    layout = _given_layout(setup.opts, work, setup.gpus)
+    layout = given_layout(setup.opts, work, setup.gpus)
     lay = LayoutArrays.from_layouts([layout])
     rules = prune_rules(setup.geo, work, lay, setup.gpus, setup.fabric.gpus_per_node)
-    broken = [reason for reason, bad in rules if bad[0]]
-    # A user (or a framework preset) may ask for SP with tp=1 or ZeRO with one data-parallel
-    # rank (both no-ops), or TP without SP: all are valid layouts.
+    found = broken_layout_plan(setup, layout, [reason for reason, bad in rules if bad[0]])
+    if found is not None:
+        return found
+    ev = evaluate(setup.geo, work, lay, setup.fabric, setup.factors)
+    return setup.plan_at(ev, 0, work)
+
+
+def broken_layout_plan(setup: _Setup, layout: Layout, broken: list[str]) -> TrainingPlan | None:
+    """The infeasible plan of a layout that breaks the rules ``broken`` (None: it breaks
+    none that matter). A user (or a framework preset) may ask for SP with tp=1 or ZeRO with
+    one data-parallel rank (both no-ops), or TP without SP: all are valid layouts."""
     broken = [b for b in broken if not b.startswith(("sequence parallel", "ZeRO needs"))]
     if broken:
         return setup.infeasible(layout, "; ".join(broken) + f" (layout {_short(layout)})")
-    ev = evaluate(setup.geo, work, lay, setup.fabric, setup.factors)
-    return setup.plan_at(ev, 0, work)
+    return None
 
 
 def _short(layout: Layout) -> str:
@@ -286,13 +338,13 @@ def _short(layout: Layout) -> str:
     )
 
 
-def _searched(setup: _Setup, work: Workload) -> TrainingPlan:
+def _searched(setup: _Setup, work: Workload, search: Search = search_layouts) -> TrainingPlan:
     opts, gpus = setup.opts, setup.gpus
     fixed = {name: getattr(opts, name) for name in _LAYOUT_FLAGS}
     fixed["sequence_parallel"] = (
         None if opts.sequence_parallel is None else int(opts.sequence_parallel)
     )
-    result = search_layouts(
+    result = search(
         setup.geo,
         work,
         setup.fabric,

@@ -128,41 +128,97 @@ def finish(plan: Any, as_json: bool, render: Callable[[Any], None]) -> int:
 
 
 MAX_QUERY_LINE_CHARS = 65_536  # bytes of one JSON line of --queries
+QUERY_CHUNK = 512  # lines of a queries file planned together by a batch planner
+
+# A batch planner: the plans (or the exception each query raised) of many option objects, in
+# order, evaluated together where they share a model and hardware (api/train_batch.py).
+BatchPlanner = Callable[[list[dict[str, Any]]], list[Any]]
 
 
-def run_queries(path: str, plan: Callable[..., Any]) -> int:
+def run_queries(path: str, plan: Callable[..., Any], batch: BatchPlanner | None = None) -> int:
     """One plan per JSON-object line of ``path`` ('-' for stdin), one JSON result per line in
     order; a bad line gives ``{"error", "hint"}`` naming its line number. Exit: the worst line
-    (0 all fit, 1 some infeasible, 2 some bad input, 70 an internal error)."""
+    (0 all fit, 1 some infeasible, 2 some bad input, 70 an internal error). With ``batch``, a
+    file's lines are planned QUERY_CHUNK at a time (stdin stays one line at a time: a caller
+    may wait for each answer); the answers are the same as ``plan`` gives line by line."""
     from rigwise.validate_input import open_text_lines
 
     worst = EXIT_OK
     encode = json.JSONEncoder(separators=(",", ":")).encode
     interactive = path == "-"  # a caller feeding stdin may wait for each answer
-    for number, line in open_text_lines(path, "queries file", MAX_QUERY_LINE_CHARS):
-        if line is not None and not line.strip():
+    chunk = 1 if interactive or batch is None else QUERY_CHUNK
+    pending: list[tuple[int, str | None]] = []
+    lines = open_text_lines(path, "queries file", MAX_QUERY_LINE_CHARS)
+    for number, line in _with_end(lines):
+        if number and line is not None and not line.strip():
             continue
-        result, code = _query_line(number, line, plan)  # already plain JSON values (ASCII)
-        worst = max(worst, code)
-        sys.stdout.write(encode(result) + "\n")
-        if interactive:
-            sys.stdout.flush()
+        if number:
+            pending.append((number, line))
+        if pending and (len(pending) >= chunk or not number):
+            for result, code in _answers(pending, plan, batch):
+                worst = max(worst, code)
+                sys.stdout.write(encode(result) + "\n")  # already plain JSON values (ASCII)
+            pending = []
+            if interactive:
+                sys.stdout.flush()
     sys.stdout.flush()
     return worst
 
 
-def _query_line(number: int, line: str | None, plan: Callable[..., Any]) -> tuple[Any, int]:
-    from rigwise.errors import RigwiseError
+def _with_end(lines: Any) -> Any:
+    """The numbered lines, then ``(0, None)``: the end, where what is pending is answered."""
+    yield from lines
+    yield 0, None
+
+
+def _answers(
+    lines: list[tuple[int, str | None]], plan: Callable[..., Any], batch: BatchPlanner | None
+) -> list[tuple[Any, int]]:
+    """(JSON result, exit code) of each numbered line."""
+    parsed = [_parse(number, line) for number, line in lines]
+    queries = [query for query in parsed if isinstance(query, dict)]
+    if batch is not None and len(queries) > 1:
+        outcomes = iter(batch(queries))
+    else:
+        outcomes = iter(_outcome(plan, query) for query in queries)
+    answers = []
+    for (number, _), query in zip(lines, parsed, strict=True):
+        outcome = next(outcomes) if isinstance(query, dict) else query
+        answers.append(_answer(number, outcome))
+    return answers
+
+
+def _outcome(plan: Callable[..., Any], query: dict[str, Any]) -> Any:
+    try:
+        return plan(**query)
+    except Exception as exc:  # answered (and classified) in _answer, as every line's is
+        return exc
+
+
+def _parse(number: int, line: str | None) -> Any:
+    """The line's options (a dict), or the exception that says why it has none."""
     from rigwise.validate_input import load_json
 
-    where = f"line {number}"
     try:
         if line is None:
             raise ValueError(f"longer than {MAX_QUERY_LINE_CHARS:,} bytes")
-        query = load_json(line, where)
+        query = load_json(line, f"line {number}")
         if not isinstance(query, dict):
             raise ValueError("each line must be a JSON object of options")
-        result = to_jsonable(plan(**query))
+    except Exception as exc:
+        return exc
+    return query
+
+
+def _answer(number: int, outcome: Any) -> tuple[Any, int]:
+    """A line's JSON result and exit code, from its plan or the exception planning raised."""
+    from rigwise.errors import RigwiseError
+
+    where = f"line {number}"
+    try:
+        if isinstance(outcome, BaseException):
+            raise outcome
+        result = to_jsonable(outcome)
     except RigwiseError as exc:
         message = exc.message if exc.message.startswith(where) else f"{where}: {exc.message}"
         return {"error": message, "hint": exc.hint}, EXIT_BAD_INPUT

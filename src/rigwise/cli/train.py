@@ -223,7 +223,9 @@ def train(model: str | None, queries: str | None, as_json: bool, **options: Any)
     from rigwise.api.train import plan_training
 
     if queries:
-        return run_queries(queries, plan_training)
+        from rigwise.api.train_batch import plan_training_batch
+
+        return run_queries(queries, plan_training, plan_training_batch)
     if not model:
         raise click.UsageError("Give a MODEL (e.g. llama-3.1-8b) or --queries FILE.jsonl.")
     given = {key: value for key, value in apply_rig(options).items() if value is not None}

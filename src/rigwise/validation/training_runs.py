@@ -71,12 +71,15 @@ def _torchtitan_setup(
 
 def _torchtitan_fabric(row: dict[str, str], assume: dict[tuple[str, str], str]) -> Any:
     """The device a row ran on: Meta's Grand Teton H100 (96 GB HBM2e at 2.4 TB/s, capped at
-    500 W, per the table headers) unless the hardware column names an H200 or a B200 (run at
-    their catalog specs: the B200 table's power limit is not stated)."""
+    500 W, per the table headers) unless the hardware column names an H200 (catalog specs) or
+    a B200 (catalog specs; a "power limited" one at Meta's B200 cap, assumptions.csv)."""
     hardware = row["hardware"].lower()
-    for name, device in (("h200", "h200-sxm"), ("b200", "b200")):
-        if name in hardware:
-            return fabric(device, 8, "roce-400", 8)
+    if "h200" in hardware:
+        return fabric("h200-sxm", 8, "roce-400", 8)
+    if "b200" in hardware:
+        capped = "power limited" in hardware
+        limit = float(assume.get((TORCHTITAN, "b200_power_limit_w"), "0")) if capped else 0.0
+        return fabric("b200", 8, "roce-400", 8, power_limit=limit or None)
     memory = float(assume.get((TORCHTITAN, "memory_gib"), "96"))
     bandwidth = float(assume.get((TORCHTITAN, "memory_bandwidth_gb_s"), "0"))
     return fabric("h100-sxm", 8, "roce-400", 8, memory, 500.0, bandwidth)

@@ -1,0 +1,149 @@
+"""`--queries` answers each line exactly as planning that query alone does.
+
+The queries runner reuses work across lines: inference plans share a cached setup (model,
+devices, engine, layout: ``api/infer.py``), training plans that share a model, hardware and
+workload have their layouts scored together as arrays and share a fall-back search
+(``api/train_batch.py``). These tests plan varied files both ways (devices, formats, sizes,
+batches, layouts that break a rule or do not fit, bad lines) and compare the JSON to the float.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from rigwise.cli import cli
+from rigwise.cli._common import _answer, _outcome, _parse, run_guarded
+
+INFER_LINES = [
+    {"model": "llama-3.1-8b", "on": "rtx-4090", "levers": False},
+    {"model": "llama-3.1-8b", "on": "rtx-4090", "prompt": 4096, "gen": 1, "levers": False},
+    {"model": "llama-3.1-8b", "on": "rtx-4090", "quant": "Q8_0", "context": 32768},
+    {"model": "llama-3.1-70b", "on": "rtx-4090", "levers": False},  # does not fit: exit 1
+    {"model": "llama-3.1-70b", "on": "rtx-4090", "offload": "auto", "levers": False},
+    {"model": "llama-3.1-70b", "on": "8x h100-sxm", "concurrency": 64, "levers": False},
+    {"model": "llama-3.1-70b", "on": "8x h100-sxm", "concurrency": "max", "levers": False},
+    {"model": "qwen2.5-7b", "on": "2x rtx-3090", "prompt": "8k", "kv_quant": "q8_0"},
+    {"model": "mixtral-8x7b", "on": "h100-sxm", "quant": "FP8", "max_batch": 8, "levers": False},
+    {"model": "mistral-7b", "on": "m3-max-40c-128gb", "latency_budget": "200ms"},
+    {"model": "llama-3.1-8b", "on": "h100-sxm", "engine": "vllm", "concurrency": 32},
+    {"model": "llama-3.1-8b", "on": "rtx-4090", "context": 10},  # context < prompt: exit 2
+    {"model": "llama-3.1-8b", "on": "rtx-4900"},  # unknown GPU: exit 2
+    {"model": "llama-3.1-8b", "on": "rtx-4090", "bogus": 1},  # unknown key: exit 2
+    {"model": "llama-3.1-8b", "on": "rtx-4090", "context": "max", "levers": False},
+]
+
+TRAIN_LINES = [
+    *(
+        {"model": "llama-3.1-8b", "on": "8x h100-sxm", "global_batch": 64, "zero": z, "tp": tp}
+        for z in (0, 1, 3)
+        for tp in (1, 2, 3)  # tp 3 divides no head count: a broken layout, not a crash
+    ),
+    {"model": "llama-3.1-8b", "on": "8x h100-sxm", "global_batch": 64, "micro_batch": 4},
+    {"model": "llama-3.1-8b", "on": "8x h100-sxm", "global_batch": 8},  # searched instead
+    {"model": "llama-3.1-8b", "on": "8x h100-sxm", "global_batch": 8, "seq": 4096},
+    {"model": "llama-3.1-8b", "on": "8x h100-sxm", "global_batch": 8, "tokens": 1e9},
+    {"model": "llama-3.1-70b", "on": "rtx-4090", "method": "qlora"},
+    {"model": "llama-3.1-70b", "on": "rtx-4090", "method": "lora"},  # does not fit: exit 1
+    {"model": "qwen2.5-7b", "on": "4x h100-sxm", "global_batch": 32, "recompute": "full"},
+    {"model": "llama-3.1-8b", "on": "rtx-4090", "method": "full", "framework": "torchtune"},
+    {"model": "llama-3.1-8b", "on": "8x h100-sxm", "search": True, "global_batch": 16},
+    {"model": "llama-3.1-8b", "on": "8x h100-sxm", "seq": "max", "global_batch": 8},
+    {"model": "llama-3.1-8b", "on": "8x h100-sxm", "epochs": 2},  # needs dataset_tokens: exit 2
+    {"model": "llama-3.1-8b", "on": "8x h100-sxm", "zero": 7},  # bad value: exit 2
+]
+
+# Wall-clock seconds a search took, and layouts per second from it: not the plan.
+TIMINGS = ("seconds", "layouts_per_s")
+
+
+def _run(args: list[str]) -> tuple[int, str]:
+    runner = CliRunner()
+    captured: dict[str, object] = {}
+
+    def call() -> object:
+        result = runner.invoke(cli, args, standalone_mode=False, catch_exceptions=False)
+        captured["out"] = result.output
+        if result.exception is not None:
+            raise result.exception
+        return result.return_value
+
+    code = run_guarded(call)
+    return code, str(captured.get("out", ""))
+
+
+def _without_timings(value: Any) -> Any:
+    if isinstance(value, dict):
+        search = value.get("search")
+        kept = {k: _without_timings(v) for k, v in value.items() if k != "search"}
+        if isinstance(search, dict):
+            kept["search"] = {k: v for k, v in search.items() if k not in TIMINGS}
+        return kept
+    if isinstance(value, list):
+        return [_without_timings(v) for v in value]
+    return value
+
+
+def _alone(command: str, lines: list[str]) -> tuple[list[Any], int]:
+    """Each line planned by itself, with the infer setup cache emptied before each."""
+    from rigwise.api import infer
+    from rigwise.api.infer import plan_inference
+    from rigwise.api.train import plan_training
+
+    plan = plan_inference if command == "infer" else plan_training
+    answers, worst = [], 0
+    for number, line in enumerate(lines, start=1):
+        infer._SETUPS.clear()
+        query = _parse(number, line)
+        outcome = _outcome(plan, query) if isinstance(query, dict) else query
+        result, code = _answer(number, outcome)
+        answers.append(result)
+        worst = max(worst, code)
+    return answers, worst
+
+
+def _queries(tmp_path: Path, command: str, lines: list[str]) -> tuple[list[Any], int]:
+    path = tmp_path / "queries.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    code, out = _run([command, "--queries", str(path)])
+    return [json.loads(line) for line in out.splitlines()], code
+
+
+@pytest.mark.timeout(300)
+def test_infer_queries_answer_as_each_plan_alone(tmp_path: Path) -> None:
+    lines = [json.dumps(q) for q in INFER_LINES] + ["not json", "[1, 2]"]
+    together, code = _queries(tmp_path, "infer", lines)
+    alone, worst = _alone("infer", lines)
+    assert together == alone
+    assert code == worst == 2
+    assert sum("error" in a for a in alone) == 5 and any(a.get("fits") is False for a in alone)
+
+
+@pytest.mark.timeout(300)
+def test_train_queries_answer_as_each_plan_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rigwise.api import train_batch
+
+    scored: list[int] = []
+    evaluate = train_batch.evaluate
+
+    def counted(*args: Any) -> Any:
+        scored.append(len(args[2]))  # layouts scored in one call
+        return evaluate(*args)
+
+    monkeypatch.setattr(train_batch, "evaluate", counted)
+    lines = [json.dumps(q) for q in TRAIN_LINES] + ["oops"]
+    together, code = _queries(tmp_path, "train", lines)
+    alone, worst = _alone("train", lines)
+    assert _without_timings(together) == _without_timings(alone)
+    assert code == worst == 2
+    # the nine zero x tp layouts and the micro-batch 4 one share a workload: one group, whose
+    # seven layouts that break no rule are scored in one call
+    assert max(scored) == 7
+    broken = [a for a in alone if "tp does not divide" in a.get("reason", "")]
+    assert len(broken) == 3 and sum("error" in a for a in alone) == 3
