@@ -43,7 +43,6 @@ from rigwise.estimate.inference import (
 )
 from rigwise.estimate.inference_memory import MemoryBreakdown, Stage
 from rigwise.estimate.plan_intervals import add_inference_intervals
-from rigwise.estimate.power import capped_inference
 from rigwise.estimate.serving_layout import check_rules, engine_context, serve_with_queue
 from rigwise.hardware import Cluster
 from rigwise.models import ModelSpec
@@ -288,6 +287,8 @@ def _with_speed(
     power = None
     if opts.power_limit is not None:
         gpus = tuple(s.accelerator for s in stages for _ in range(s.tp))
+        from rigwise.estimate.power import capped_inference  # only under a power cap
+
         prefill, decode, power = capped_inference(gpus, opts.power_limit, prefill, decode)
     serving, memory = serve_with_queue(
         ctx,
