@@ -52,18 +52,27 @@ def test_gpt3_175b_search_optimum_is_inside_the_published_a100_range(gpt3_on_64_
     assert not plan.notes
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "rigwise #14: the optimum is 59.1 % (TP 8, PP 8, VPP 6, micro-batch 2, FlashAttention, "
-        "no recompute). Of the 7.7 points above Korthikanti's 175B run (51.4 %), 2.6 are "
-        "rigwise's own miss on that run's layout (13.10 s predicted, 13.75 s published: "
-        "54.0 %), 3.6 FlashAttention (57.6 % on the same layout) and 1.5 VPP 6 with "
-        "micro-batch 2; no missing step cost (bubble, p2p, TP, DP, optimizer, memory) was "
-        "found that real runs pay and the model leaves out"
-    ),
-)
-def test_gpt3_175b_search_optimum_is_inside_the_published_175b_range(gpt3_on_64_a100) -> None:
-    # Published 175B-1T MFU on A100 with Megatron TP/PP: 51.4 % (Korthikanti 2022 Table 5,
-    # 175B on 64 GPUs) to 56.3 % (1T); Narayanan 2021 Table 1 52 % (1T, with recompute).
-    assert 0.51 <= gpt3_on_64_a100.mfu <= 0.56
+@pytest.fixture(scope="module")
+def gpt3_on_64_a100_megatron_2022() -> object:
+    # The published 175B runs used Megatron's unfused attention (no FlashAttention).
+    return plan_training(
+        model="gpt-3-175b",
+        on="dgx-a100",
+        nodes=8,
+        network="ib-hdr",
+        search=True,
+        flash_attention=False,
+    )
+
+
+def test_gpt3_175b_search_optimum_is_inside_the_published_175b_range(
+    gpt3_on_64_a100_megatron_2022,
+) -> None:
+    # Like for like with the published software stack (unfused attention): published 175B-1T
+    # MFU on A100 with Megatron TP/PP is 51.4 % (Korthikanti 2022 Table 5, 175B on 64 GPUs)
+    # to 56.3 % (1T); Narayanan 2021 Table 1 52 % (1T, with recompute). The default search
+    # (FlashAttention, 59.1 %) has no published 175B run to compare with; it stays under the
+    # A100 record checked above.
+    plan = gpt3_on_64_a100_megatron_2022
+    assert 0.51 <= plan.mfu <= 0.56
+    assert plan.layout.tp * plan.layout.pp * plan.layout.dp == 64

@@ -110,7 +110,8 @@ def test_held_out_coverage_is_computed_and_near_eighty_percent_overall(
     assert rows >= 400
     # measured at writing: 427 / 535 = 79.8 % (device held out, width factors fitted without
     # that device's cases); judged regimes (>= 20 rows from >= 3 devices): GeForce llama.cpp
-    # decode 79 %, prefill 78 %, H100 peak memory 86 %
+    # decode 79 %, prefill 78 %, H100 peak memory 86 %. 2026-11-24, after the issue #13
+    # serving physics and the 80 %-aimed width factors: 462 / 548 = 84.3 %
     assert 0.75 <= covered / rows <= 0.85
 
 

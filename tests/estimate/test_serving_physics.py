@@ -1,0 +1,144 @@
+"""Serving physics: a batched decode step is a sequence of kernels, each its own roofline (the
+weight GEMMs and the attention add: Pope et al. 2022 Sec. 2; Sarathi-Serve Sec. 2.3), batch-1
+decode keeps one roofline for the whole step (the llama.cpp factors were fitted that way);
+batched prefill pays the tensor-parallel all-reduces; NVFP4 weights, GEMM speed and the
+published devices as their datasheets and checkpoints say."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from tests.estimate.test_inference_physics import PCIE, context, dense_model, gpu, stage
+
+from rigwise.api.infer import plan_inference
+from rigwise.estimate import comms
+from rigwise.estimate.collective_latency import collective_link
+from rigwise.estimate.inference import (
+    catalog_efficiency,
+    decode_phase,
+    decode_stage_parts,
+    flops_parts,
+    kernel_rooflines,
+    kernel_sums,
+)
+from rigwise.estimate.inference_batched import (
+    decode_step_seconds,
+    prefill_seconds_per_token_batched,
+)
+from rigwise.hardware import get_accelerator
+from rigwise.models import load_model
+from rigwise.validation.inference import _Names, default_directory
+
+
+def test_kernel_rooflines_keep_each_kernels_longer_side_and_add_them() -> None:
+    # GEMM: 2 s of bytes, 1 s of FLOPs -> 2 s memory-bound; attention: 1 s vs 3 s -> 3 s compute
+    assert kernel_rooflines((2.0, 1.0), (1.0, 3.0)) == (2.0, 3.0)
+    # one roofline over the whole step would overlap them: max(2 + 1, 1 + 3) = 4 s, not 5 s
+    assert kernel_sums((2.0, 1.0), (1.0, 3.0)) == (3.0, 4.0)
+
+
+def test_batched_step_adds_compute_bound_gemms_to_memory_bound_attention() -> None:
+    spec, acc = dense_model(), gpu()  # 1000 GB/s, 100 TFLOP/s bf16; CAL: 0.8 / 0.5 / 0.5
+    ctx, batch, ctx_len = context(spec), 256, 2048
+    matmul, attention = flops_parts(spec, ctx_len)
+    gemm = max(ctx.weights_bytes / 800e9, batch * matmul / 50e12)
+    attend = max(batch * spec.kv_cache_bytes(ctx_len, "f16") / 500e9, batch * attention / 50e12)
+    parts = decode_stage_parts(ctx, stage(acc), ctx_len, batch, kernels=True)
+    assert parts["compute"] == pytest.approx(batch * matmul / 50e12)  # the GEMMs: compute-bound
+    assert parts["memory_bandwidth"] + parts["compute"] == pytest.approx(gemm + attend)
+    step = decode_step_seconds(ctx, (stage(acc),), None, ctx_len, batch)
+    assert step == pytest.approx(gemm + attend + parts["kernel_overhead"])
+    single = decode_stage_parts(ctx, stage(acc), ctx_len, batch)  # one roofline: overlaps them
+    assert max(single["memory_bandwidth"], single["compute"]) < gemm + attend
+
+
+def test_batch_one_decode_is_unchanged_by_the_kernel_split() -> None:
+    ctx = context(dense_model())
+    whole = decode_stage_parts(ctx, stage(gpu()), 4096, 1)
+    split = decode_stage_parts(ctx, stage(gpu()), 4096, 1, kernels=True)
+    assert whole["compute"] < whole["memory_bandwidth"]  # memory-bound at batch 1
+    assert split["memory_bandwidth"] == pytest.approx(whole["memory_bandwidth"])
+    assert split["compute"] == 0.0
+
+
+def test_vllm_streams_weights_on_gddr_as_on_hbm() -> None:
+    # efficiency_inference.csv: one vLLM figure (fitted on an A100 and an L4 row, 0.89) for
+    # HBM and GDDR cards (llama.cpp reaches 0.83-0.997 of GDDR datasheet bandwidth)
+    hbm = catalog_efficiency("vllm", "nvidia-hbm", "bf16").decode_bandwidth_efficiency
+    for klass, quant in (("nvidia-gddr", "bf16"), ("nvidia-gddr", "fp8"), ("nvidia-hbm", "fp8")):
+        assert catalog_efficiency("vllm", klass, quant).decode_bandwidth_efficiency == hbm == 0.89
+
+
+def test_batched_prefill_pays_the_tensor_parallel_all_reduces_per_token() -> None:
+    # Megatron-LM Sec. 3: two all-reduces of each token's hidden state per layer; a scheduler
+    # step of workspace_tokens prompt tokens all-reduces them together (vLLM: 8192)
+    ctx = context(dense_model(), engine="vllm")
+    tokens = ctx.overheads.workspace_tokens
+    one = prefill_seconds_per_token_batched(ctx, (stage(gpu()),), 2048)
+    two = prefill_seconds_per_token_batched(ctx, (stage(gpu(), tp=2),), 2048)
+    size = tokens * 4096 * 2  # bf16 hidden states of the step
+    ring = comms.ring_all_reduce(size, 2, collective_link(PCIE)).seconds
+    assert two == pytest.approx(one / 2 + 32 * 2 * ring / tokens)
+
+
+def test_nvfp4_checkpoints_keep_embeddings_and_lm_head_in_bf16() -> None:
+    # ModelOpt NVFP4 (nvidia/Llama-3.3-70B-Instruct-FP4): hf_quant_config exclude_modules
+    # ["lm_head"]; the embedding is no Linear layer, so both stay BF16 (as FP8 checkpoints do)
+    spec = load_model("llama-3.3-70b")
+    head = spec.params_lm_head or 0
+    expected = spec.params_matmul * 4.5 + (spec.params_embedding + spec.params_positions) * 16
+    expected += head * 16 + spec.params_vectors * 16
+    assert spec.weights_bytes("NVFP4") == pytest.approx(expected / 8)
+
+
+def test_nvfp4_gemms_on_b200_reach_the_kernel_benchmark_share_of_the_fp8_fit() -> None:
+    # B200, CUTLASS, M=16384 N=6144 K=4096 with activation quantization: NVFP4 3039 of 9000
+    # TFLOP/s (vLLM PR #20646), FP8 2226 of 4500 (vLLM PR #19566)
+    fp8 = catalog_efficiency("tensorrt-llm", "nvidia-hbm", "fp8")
+    fp4 = catalog_efficiency("tensorrt-llm", "nvidia-hbm", "nvfp4")
+    share = (3039 / 9000) / (2226 / 4500)
+    assert fp4.serving_compute_efficiency == round(fp8.serving_compute_efficiency * share, 2)
+    assert fp4.prefill_compute_efficiency == round(fp8.prefill_compute_efficiency * share, 2)
+    # measured on SM100 only: the GDDR (SM120) Blackwell cards keep the FP8 fit
+    gddr = catalog_efficiency("tensorrt-llm", "nvidia-gddr", "nvfp4")
+    assert gddr.serving_compute_efficiency == fp8.serving_compute_efficiency
+
+
+def test_the_published_rtx_pro_server_edition_is_planned_as_the_server_edition() -> None:
+    names = _Names(default_directory())
+    found, why = names.get("gpu", "RTX 6000 Pro Blackwell Server Edition")
+    assert (found, why) == ("rtx-pro-6000-blackwell-server", "")
+    assert get_accelerator(found).memory_bandwidth_bytes_per_s == 1597e9  # its datasheet
+
+
+def test_an_engine_step_overhead_is_paid_once_per_step() -> None:
+    base = context(dense_model(), engine="vllm")
+    ctx = replace(base, overheads=replace(base.overheads, step_overhead_s=0.0))
+    slow = replace(base, overheads=replace(base.overheads, step_overhead_s=1e-3))
+    for batch in (1, 64):
+        plain = decode_step_seconds(ctx, (stage(gpu()),), None, 2048, batch)
+        paid = decode_step_seconds(slow, (stage(gpu()),), None, 2048, batch)
+        assert paid - plain == pytest.approx(1e-3)
+    one = decode_phase(slow, (stage(gpu()),), None, 2048)
+    assert one.parts["engine_step_overhead"] == 1e-3
+
+
+@pytest.mark.parametrize(
+    ("options", "metric", "published"),
+    [
+        # vllm_public_serving.csv: vLLM 0.23, A100 40GB, Llama-3.1-8B BF16, ~75 tok/s at c1
+        (dict(model="llama-3.1-8b", on="a100-40gb", quant="BF16", engine="vllm", tp=1,
+              prompt=1024, gen=128, concurrency=1), "decode", 75.0),
+        # holdout_vllm_serving_sweeps.csv: vLLM 0.23, L4, Qwen2.5-0.5B BF16, ITL 5.1 ms at c1
+        (dict(model="qwen2.5-0.5b", on="l4", quant="BF16", engine="vllm", tp=1, prompt=256,
+              gen=128, concurrency=1), "tpot", 0.0051),
+    ],
+)  # fmt: skip
+def test_vllm_weight_streaming_and_step_overhead_reproduce_their_two_fit_rows(
+    options: dict, metric: str, published: float
+) -> None:
+    # two rows, two unknowns (efficiency_inference.csv vllm 0.89; engine_overheads.csv 1140 us)
+    plan = plan_inference(**options, levers=False)
+    value = plan.decode.tokens_per_s if metric == "decode" else plan.serving.tpot_s
+    assert value == pytest.approx(published, rel=0.01)
