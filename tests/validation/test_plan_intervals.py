@@ -88,3 +88,22 @@ def test_a_range_wholly_above_the_estimate_says_so_and_the_estimate_is_kept() ->
     assert slower.bias == "slower" and interval_text(slower.rate(10.0), value=10.0).endswith(
         "ran slower)"
     )
+
+
+def test_ttft_takes_its_own_range_where_ttft_rows_exist_and_prefill_elsewhere() -> None:
+    vllm = to_jsonable(
+        plan_inference(
+            model="llama-3.1-8b", on="rtx-4090", engine="vllm", quant="BF16", concurrency=8,
+            levers=False,
+        )
+    )  # fmt: skip
+    # vLLM on GeForce has measured TTFTs (the rows `validate intervals` scores TTFT with)
+    assert vllm["intervals"]["ttft"]["basis"].startswith("ttft|vllm|nvidia-gddr")
+    low, high = vllm["serving"]["ttft_s_interval"]
+    assert _ordered([low, high]) and low < vllm["serving"]["ttft_s"] < high
+    llama = to_jsonable(plan_inference(model="llama-3.1-8b", on="rtx-4090", levers=False))
+    # no llama.cpp TTFT rows: a vLLM TTFT range would be another engine's queueing
+    assert llama["intervals"]["ttft"]["basis"] == llama["intervals"]["prefill"]["basis"]
+    scale = llama["ttft_s"] / llama["prefill"]["seconds"]
+    expected = [b * scale for b in llama["prefill"]["seconds_interval"]]
+    assert llama["ttft_s_interval"] == pytest.approx(expected)

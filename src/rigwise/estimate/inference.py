@@ -379,6 +379,7 @@ def _bound(parts: Mapping[str, float]) -> str:
         "tensor_parallel_comm": "tensor-parallel all-reduce",
         "stage_hops": "transfers between devices/nodes",
         "engine_hop_overhead": "synchronisation between devices",
+        "engine_step_overhead": "engine host work per step (scheduling, sampling)",
     }
     return names.get(max(parts, key=lambda k: parts[k]), "compute")
 
@@ -404,6 +405,7 @@ def decode_phase(
     parts = _combine(per_stage)
     parts["stage_hops"] = hop_seconds(ctx, stages, network, 1)
     parts["engine_hop_overhead"] = (len(stages) - 1) * ctx.overheads.layer_hop_overhead_s
+    parts["engine_step_overhead"] = ctx.overheads.step_overhead_s
     seconds = sum(parts.values())
     return Phase(1.0 / seconds, seconds, _bound(parts), parts)
 

@@ -52,6 +52,7 @@ def decode_step_seconds(
         times.append(roof + p["host_offload"] + p["kernel_overhead"] + p["tensor_parallel_comm"])
     hops = hop_seconds(ctx, stages, network, micro)
     hops += (len(stages) - 1) * ctx.overheads.layer_hop_overhead_s
+    hops += ctx.overheads.step_overhead_s  # the engine's host work per step, once per step
     step_s: float = len(stages) * functools.reduce(larger, times) if pipelined else sum(times)
     return step_s + hops
 

@@ -55,6 +55,7 @@ class EngineOverheads:
     tight_margin: float  # within this fraction of capacity the verdict is "tight"
     pipelined_serving: bool  # pipeline stages work on different micro-batches at once
     source: str
+    step_overhead_s: float = 0.0  # per decode step: host scheduling, sampling, output handling
 
 
 def best_row(file: str, **keys: str) -> dict[str, str]:
@@ -81,6 +82,7 @@ def engine_overheads(engine: str, klass: str) -> EngineOverheads:
         tight_margin=float(row["tight_margin"]),
         pipelined_serving=row["pipelined_serving"].lower() == "true",
         source=row["source"],
+        step_overhead_s=float(row.get("step_overhead_us") or 0.0) * 1e-6,
     )
 
 

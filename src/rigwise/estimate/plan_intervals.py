@@ -119,6 +119,7 @@ def add_inference_intervals(data: dict[str, Any]) -> dict[str, Any]:
         return lookup(at, devices)
 
     found: dict[str, Interval | None] = {"decode": regime("decode"), "prefill": regime("prefill")}
+    found["ttft"] = _ttft(regime("ttft"), found["prefill"])
     batched = concurrency != 1
     found["serving"] = regime("serving") if batched else found["decode"]
     found["memory"] = _memory_interval(devices)
@@ -128,8 +129,6 @@ def add_inference_intervals(data: dict[str, Any]) -> dict[str, Any]:
     if (r := found["prefill"]) and data.get("prefill"):
         _set(data["prefill"], "tokens_per_s", r.rate(data["prefill"]["tokens_per_s"]))
         _set(data["prefill"], "seconds", r.time(data["prefill"]["seconds"]))
-        if data.get("ttft_s") is not None:
-            data["ttft_s_interval"] = r.time(data["ttft_s"])
     serving = data.get("serving")
     if (r := found["serving"]) and serving:
         for name in ("aggregate_tokens_per_s", "per_user_tokens_per_s", "tokens_per_s_per_gpu"):
@@ -138,8 +137,11 @@ def add_inference_intervals(data: dict[str, Any]) -> dict[str, Any]:
         for name in ("step_seconds", "tpot_s"):
             if serving.get(name) is not None:
                 _set(serving, name, r.time(serving[name]))
-    if (r := found["prefill"]) and serving and serving.get("ttft_s") is not None:
-        _set(serving, "ttft_s", r.time(serving["ttft_s"]))
+    if (r := found["ttft"]) is not None:
+        if data.get("ttft_s") is not None:
+            data["ttft_s_interval"] = r.time(data["ttft_s"])
+        if serving and serving.get("ttft_s") is not None:
+            _set(serving, "ttft_s", r.time(serving["ttft_s"]))
     if (r := found["memory"]) and data.get("memory"):
         _set(data["memory"], "total_bytes", r.rate(data["memory"]["total_bytes"]))
         for device in data["memory"].get("per_device") or []:
@@ -149,16 +151,24 @@ def add_inference_intervals(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+def _ttft(own: Interval | None, prefill: Interval | None) -> Interval | None:
+    """TTFT's range: its own regime's where measured TTFTs exist for the plan's engine and
+    device class (``validate intervals`` scores TTFT rows against that table), else the
+    prefill range (TTFT at low load is mostly prefill; a TTFT range borrowed across engines
+    would be another engine's queueing)."""
+    return own if own is not None and not own.unseen else prefill
+
+
 def _latency_and_energy(data: dict[str, Any], found: dict[str, Interval | None]) -> None:
     """The latency check's TTFT and time per token, and the joules per token of a power
     limit: a time (or energy = power x time) each, ranged like the phase it comes from. The
     board power itself has no measured rows to range it (the range is the phase's time only)."""
     latency, power = data.get("latency"), data.get("power")
-    if (r := found["prefill"]) is not None:
-        if latency:
-            _set(latency, "ttft_s", r.time(latency["ttft_s"]))
-        if power and power.get("prefill_joules_per_token") is not None:
-            _set(power, "prefill_joules_per_token", r.time(power["prefill_joules_per_token"]))
+    if latency and (r := found["ttft"]) is not None:
+        _set(latency, "ttft_s", r.time(latency["ttft_s"]))
+    r = found["prefill"]
+    if r is not None and power and power.get("prefill_joules_per_token") is not None:
+        _set(power, "prefill_joules_per_token", r.time(power["prefill_joules_per_token"]))
     if (r := found["decode"]) is not None:
         if latency:
             _set(latency, "seconds_per_token", r.time(latency["seconds_per_token"]))
@@ -170,7 +180,7 @@ def add_search_intervals(
     rows: Sequence[dict[str, Any]], engine: str, accelerator_ids: Sequence[str]
 ) -> list[dict[str, Any]]:
     """Rows of a serving-layout search (``infer --search``) with their ranges: tokens/s and
-    TPOT from the (batched) serving regime, TTFT from prefill, on each row's own GPU count."""
+    TPOT from the (batched) serving regime, TTFT as plans range it, on each row's GPU count."""
     classes = {_device_class_of(a) for a in accelerator_ids}
     device_class = classes.pop() if len(classes) == 1 else "mixed"
     out = []
@@ -179,7 +189,10 @@ def add_search_intervals(
         devices = int(row.get("gpus") or 1)
         quant = str(row.get("quant") or "")
         serving = lookup(inference_regime("serving", engine, device_class, quant, devices), devices)
-        prefill = lookup(inference_regime("prefill", engine, device_class, quant, devices), devices)
+        prefill = _ttft(
+            lookup(inference_regime("ttft", engine, device_class, quant, devices), devices),
+            lookup(inference_regime("prefill", engine, device_class, quant, devices), devices),
+        )
         if serving is not None:
             for name in ("tokens_per_s_per_gpu", "tokens_per_s_per_user"):
                 if row.get(name) is not None:

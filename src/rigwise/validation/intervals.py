@@ -98,6 +98,11 @@ def write_table(comparisons: Sequence[Comparison], path: Path | None = None) -> 
 
 LATENCY_METRICS = ("ttft", "tpot")
 _LATENCY_FALLBACK = {"ttft": "prefill", "tpot": "serving (batched) or decode"}
+_PLANS_TAKE = {  # what estimate/plan_intervals.py does with them
+    "ttft": "a plan whose engine and device class have TTFT rows takes them, others the "
+    "prefill range",
+    "tpot": "plans still take the serving (batched) or decode range",
+}
 
 
 def latency_regimes(comparisons: Sequence[Comparison]) -> dict[str, Any]:
@@ -129,7 +134,10 @@ def latency_text(comparisons: Sequence[Comparison]) -> str:
     lines = ["", "TTFT / TPOT:"]
     for metric, d in latency_regimes(comparisons).items():
         if d["own_regimes"]:
-            lines.append(f"  {metric}: {d['independent_rows']} independent rows: own regimes")
+            lines.append(
+                f"  {metric}: {d['independent_rows']} independent rows: own regimes; "
+                + _PLANS_TAKE[metric]
+            )
             continue
         lines.append(
             f"  {metric}: {d['independent_rows']} independent rows from {d['devices']} device(s); "
