@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -111,6 +112,10 @@ def test_search_prints_the_frontier_and_the_best_of_each_mode() -> None:
     code, out = _run("infer", "llama-3.3-70b", "--on", "dgx-h100", "--search", "--slo-tpot", "40ms")
     assert code == 0
     assert "Pareto frontier" in out and "best aggregated" in out and "best disaggregated" in out
+    # each best layout's speeds and latencies carry their P10-P90 range: "4,303.1 tok/s/GPU
+    # (1,488.0-6,320.0), ..., TTFT 5.05 s (3.84 s-5.48 s), TPOT ..."
+    best = " ".join(out.split()).partition("best aggregated")[2]  # lines wrap on narrow terminals
+    assert re.search(r"tok/s/GPU \([\d,.]+-[\d,.]+", best), best
 
 
 def test_search_json_and_flags_that_need_it() -> None:

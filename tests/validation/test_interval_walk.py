@@ -25,6 +25,7 @@ INPUTS = {
     "budget_s", "limit_watts", "hours_per_day", "capacity_bytes", "unit_price_usd",
     "purchase_usd", "price_usd_per_gpu_hour", "rent_usd_per_hour", "stale_prices", "goodput",
     "generated", "evaluated", "feasible",
+    "memory_bytes",  # a pool's memory capacity (build --pool-on); plans' memory is total_bytes
 }  # fmt: skip
 # Components of a total that has its range (memory.total_bytes, step.seconds, ttft_s).
 COMPONENTS = {
@@ -106,6 +107,15 @@ def _build(**options: Any) -> Any:
     return design_builds(**options)
 
 
+def _pool() -> Any:
+    from rigwise.design.clusters import pooled_memory_answer
+
+    return pooled_memory_answer(
+        "llama-3.1-70b", "raspberry-pi-cm4-8gb", 20, "1gbe", reference="m3-max-40c-128gb",
+        quant="Q4_K_M",
+    )  # fmt: skip
+
+
 CASES = {
     "llama.cpp one GPU, levers, power limit, latency budget": (
         _infer,
@@ -144,6 +154,7 @@ CASES = {
     ),
     "build for inference": (_build, {"model": "llama-3.1-8b", "top": 3}),
     "build for a fine-tune": (_build, {"model": "llama-3.1-8b", "task": "finetune", "top": 2}),
+    "build: is a pool of small machines one big one": (_pool, {}),
 }  # fmt: skip
 
 

@@ -73,8 +73,27 @@ def render_search(found: Any) -> None:
         if row:
             out.print(
                 f"best {mode}: {row['quant']} {_layout(row)}, batch {row['running_batch']}: "
-                f"{row['tokens_per_s_per_gpu']:,.1f} tok/s/GPU, "
-                f"{row['tokens_per_s_per_user']:,.1f} tok/s/user"
+                + _ranged(row)
             )
         else:
             out.print(f"best {mode}: none meets the SLOs")
+
+
+def _ranged(row: dict[str, Any]) -> str:
+    """A best layout's speeds and latencies, each with its P10-P90 range (and which side
+    similar rigs measured, when the whole range is on one side)."""
+    from rigwise.estimate.plan_intervals import interval_text
+    from rigwise.units import format_seconds
+
+    def rate(name: str, unit: str) -> str:
+        value = row[name]
+        return f"{value:,.1f} {unit}" + interval_text(row.get(f"{name}_interval"), value=value)
+
+    def time(name: str, label: str) -> str:
+        value, bounds = row[name], row.get(f"{name}_interval")
+        return f"{label} {format_seconds(value)}" + interval_text(
+            bounds, format_seconds, value, time=True
+        )
+
+    parts = [rate("tokens_per_s_per_gpu", "tok/s/GPU"), rate("tokens_per_s_per_user", "tok/s/user")]
+    return ", ".join([*parts, time("ttft_s", "TTFT"), time("tpot_s", "TPOT")])

@@ -24,6 +24,7 @@ class PoolCase(JsonObject):
     fits: bool
     decode_tokens_per_s: float | None
     reason: str
+    decode_tokens_per_s_interval: list[float] | None = None  # P10-P90 (plan_intervals.py)
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,9 @@ def _case(
         fits=estimate.fits,
         decode_tokens_per_s=estimate.decode_tokens_per_s if estimate.fits else None,
         reason=estimate.reason,
+        decode_tokens_per_s_interval=estimate.decode_tokens_per_s_interval
+        if estimate.fits
+        else None,
     )
 
 
