@@ -54,7 +54,8 @@ def optimizer_bytes(optimizer: str, pure_bf16: bool = False) -> float:
 # QLoRA: NF4 (4 bits) + double-quantised block constants (0.127 bits/param), Dettmers et al.
 # 2023 "QLoRA" Sec. 3 (double quantisation). Adapters train in fp32 with Adam: 4+4+8 bytes
 # (PEFT casts adapters to fp32); pure bf16 keeps them in bf16: 2+2+4.
-NF4_BYTES = (4.0 + 0.127) / 8.0
+NF4_CONSTANT_BYTES = 0.127 / 8.0  # the block constants (absmax) of double quantisation
+NF4_BYTES = 4.0 / 8.0 + NF4_CONSTANT_BYTES
 ADAPTER_BYTES_PER_PARAM = 16.0
 # Peak of the loss on the last stage per logit: in the cross-entropy backward the fp32 log-probs
 # (saved by log_softmax), their fp32 gradient and the bf16 gradient handed to the output matmul
@@ -155,9 +156,17 @@ def _unsharded_extra(
     root = root if work.offload == "params" else root * (1.0 - 1.0 / shards)
     weights = np.where(lay.zero >= 3, blocks + root, 0.0)
     head = np.where(lay.pp == 1, geo.head_params, 0.0) / lay.tp.astype(float)
-    unsharded_grads = (2 * layer + head) * WEIGHT_BYTES
-    grads = np.where((lay.zero >= 3) & work.trains_base, unsharded_grads, 0.0)
-    return weights, grads
+    grads = np.where((lay.zero >= 3) & work.trains_base, head * WEIGHT_BYTES, 0.0)
+    return weights, grads + _block_grads(geo, work, lay)
+
+
+def _block_grads(geo: Geometry, work: Workload, lay: LayoutArrays) -> np.ndarray:
+    """Unsharded bf16 gradients of two blocks under FSDP when the base trains (none with
+    pipelining, where the stage's gradients are kept whole anyway)."""
+    layer = geo.layer_params_total() / lay.tp.astype(float)
+    live = (lay.zero >= 3) & (lay.pp == 1) & work.trains_base
+    grads: np.ndarray = np.where(live, 2 * layer * WEIGHT_BYTES, 0.0)
+    return grads
 
 
 def state_memory(
@@ -212,20 +221,26 @@ def _adapter_state(
     adapters with their gradients and optimizer state. FSDP/ZeRO-3 shards the frozen base as
     well (FSDP flattens every parameter of a wrapped module; QLoRA keeps the NF4 storage
     sharded: bitsandbytes ``bnb_4bit_quant_storage``, Answer.AI FSDP-QLoRA 2024) and gathers
-    two layers at a time in their storage format."""
+    two layers at a time in their storage format. The NF4 block constants are not parameters
+    but the ``quant_state`` of each weight, which FSDP neither shards, syncs nor offloads:
+    every rank keeps them whole on its GPU (Answer.AI fsdp_qlora train.py ``load_param``:
+    'FSDP only syncs parameters and buffers, so the quant_state isn't copied')."""
     base_linear = geo.layers * geo.layer_params_total()
     other = geo.params_total - base_linear
     share = params / geo.params_total
-    per_param = NF4_BYTES if work.method == "qlora" else WEIGHT_BYTES
+    qlora = work.method == "qlora"
+    per_param = NF4_BYTES - NF4_CONSTANT_BYTES if qlora else WEIGHT_BYTES
+    constants = share * base_linear * (NF4_CONSTANT_BYTES if qlora else 0.0)
     weights = share * (base_linear * per_param + other * WEIGHT_BYTES)
     gathered = 2 * (geo.layer_params_total() / lay.tp) * per_param
     # The embedding and output head are not quantised (bitsandbytes replaces nn.Linear layers
     # of the blocks only) and stay unsharded in the root unit (``_unsharded_extra``).
     root = _root_params(geo, lay) * WEIGHT_BYTES
     gathered = gathered + (root if work.offload == "params" else root * (1.0 - 1.0 / shards))
-    if work.method == "qlora":
+    if qlora:
         gathered = gathered + _dequantised_bytes(geo, lay)
-    weights = np.where(lay.zero >= 3, weights / shards + gathered, weights)
+    kept = gathered + constants  # what a GPU holds besides its shard (also under offload)
+    weights = np.where(lay.zero >= 3, weights / shards + kept, weights + constants)
     adapters = lora_params(geo, work) * share
     adapters = np.where(lay.zero >= 3, adapters / shards, adapters)
     weight_bytes = WEIGHT_BYTES if work.pure_bf16 else 4.0
@@ -236,7 +251,7 @@ def _adapter_state(
     if work.offload == "params":
         # FSDP CPUOffload keeps every shard (and the adapters' optimizer state) on the host;
         # the GPU holds only the layers gathered for compute (Answer.AI FSDP-QLoRA 2024).
-        weights = np.where(lay.zero >= 3, gathered, weights)
+        weights = np.where(lay.zero >= 3, kept, weights)
         optimizer = optimizer * 0.0
     return weights + adapters * weight_bytes, adapters * weight_bytes, optimizer
 
@@ -308,8 +323,10 @@ def _selective_bytes_per_token(geo: Geometry, work: Workload, lay: LayoutArrays)
     return kept
 
 
-def activation_memory(geo: Geometry, work: Workload, lay: LayoutArrays) -> np.ndarray:
-    """Activation bytes on the most loaded stage, with the 1F1B in-flight microbatches."""
+def _layer_terms(
+    geo: Geometry, work: Workload, lay: LayoutArrays
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(stored per layer, working set of the layer recomputed, logits) bytes per GPU."""
     tokens = lay.micro_batch * work.seq_len / lay.cp
     full = activation_bytes_per_token(geo, work, lay) * tokens
     selective = _selective_bytes_per_token(geo, work, lay) * tokens
@@ -318,6 +335,19 @@ def activation_memory(geo: Geometry, work: Workload, lay: LayoutArrays) -> np.nd
     per_layer = np.select([lay.recompute == 0, lay.recompute == 1], [full, selective], 0.0)
     per_layer = np.where(lay.recompute == 2, checkpoint * tokens, per_layer)
     working = np.where(lay.recompute == 2, full, 0.0)
+    # The last stage holds the logits for the loss (vocab-parallel over TP).
+    per_logit = LOGITS_BYTES
+    if work.compiled_loss:
+        per_logit = COMPILED_LOGITS_BYTES
+    if work.chunked_loss:
+        per_logit = CHUNKED_LOGITS_BYTES
+    logits = tokens * geo.vocab * per_logit / lay.tp
+    return per_layer, working, logits
+
+
+def activation_memory(geo: Geometry, work: Workload, lay: LayoutArrays) -> np.ndarray:
+    """Activation bytes on the most loaded stage, with the 1F1B in-flight microbatches."""
+    per_layer, working, logits = _layer_terms(geo, work, lay)
     layers = np.ceil(geo.layers / lay.pp)
     microbatches = np.maximum(work.global_batch // (lay.dp * lay.micro_batch), 1)
     in_flight = np.minimum(lay.pp, microbatches).astype(float)
@@ -330,13 +360,7 @@ def activation_memory(geo: Geometry, work: Workload, lay: LayoutArrays) -> np.nd
     # OffloadActivations double-buffers on a side stream).
     stored_layers = np.minimum(layers, 2.0) if work.activation_offload else layers
     first_stage = per_layer * stored_layers * in_flight + working
-    # The last stage holds one microbatch plus the logits for the loss (vocab-parallel over TP).
-    per_logit = LOGITS_BYTES
-    if work.compiled_loss:
-        per_logit = COMPILED_LOGITS_BYTES
-    if work.chunked_loss:
-        per_logit = CHUNKED_LOGITS_BYTES
-    logits = tokens * geo.vocab * per_logit / lay.tp
+    # The last stage holds one microbatch plus the logits.
     last_stage = per_layer * stored_layers + working + logits
     peak: np.ndarray = np.maximum(first_stage, last_stage)
     return peak
@@ -347,6 +371,11 @@ def memory_per_gpu(
 ) -> MemoryArrays:
     weights, grads, optimizer = state_memory(geo, work, lay)
     activations = activation_memory(geo, work, lay)
+    # The activation peak comes as the backward starts (every stored layer and the logits
+    # alive); block gradients appear only once the logits and the top layer's stored
+    # activations are freed, so they raise the peak only by what exceeds those.
+    per_layer, _, logits = _layer_terms(geo, work, lay)
+    grads = grads - np.minimum(_block_grads(geo, work, lay), per_layer + logits)
     allocated = weights + grads + optimizer + activations
     # NCCL communicators (and their buffers) exist only when the job spans more than one GPU.
     gpus = lay.tp * lay.pp * lay.dp * lay.cp
