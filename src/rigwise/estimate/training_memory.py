@@ -125,23 +125,58 @@ def _largest_tensor_params(geo: Geometry, lay: LayoutArrays) -> np.ndarray:
     return biggest / lay.tp.astype(float)
 
 
+def _root_params(geo: Geometry, lay: LayoutArrays) -> np.ndarray:
+    """Parameters of the root FSDP unit on the first stage: the embedding, and the output head
+    when one stage holds both (the transformer blocks are wrapped units of their own)."""
+    head = np.where(lay.pp == 1, geo.head_params, 0.0)
+    root: np.ndarray = (geo.embedding_params + head) / lay.tp.astype(float)
+    return root
+
+
+def _unsharded_extra(
+    geo: Geometry, work: Workload, lay: LayoutArrays, shards: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(weights, gradients) bytes that FSDP/ZeRO-3 holds unsharded on top of the shards.
+
+    Weights: two transformer blocks (the one computing and the prefetched next one; Zhao et
+    al. 2023 Sec. 3.4) and the root unit, which FSDP does not reshard after the forward
+    because the backward needs it at once (FSDP1 ``_post_forward_reshard``; FSDP2
+    ``fully_shard(reshard_after_forward=None)``: False for the root). Gradients, when the
+    base trains: autograd writes each unit's gradients unsharded in the compute dtype (the
+    unsharded parameter's dtype, FSDP ``MixedPrecisionPolicy.param_dtype``) before the
+    reduce-scatter, so the block being differentiated and the previous one, whose
+    reduce-scatter is still in flight, hold full gradients, and the output head's gradient,
+    made first in the backward, waits for the root's reduce-scatter at its end.
+    """
+    layer = geo.layer_params_total() / lay.tp.astype(float)
+    blocks = 2 * layer * WEIGHT_BYTES
+    # The root's own shard is already counted with the others (an offloaded one lives on the host).
+    root = _root_params(geo, lay) * WEIGHT_BYTES
+    root = root if work.offload == "params" else root * (1.0 - 1.0 / shards)
+    weights = np.where(lay.zero >= 3, blocks + root, 0.0)
+    head = np.where(lay.pp == 1, geo.head_params, 0.0) / lay.tp.astype(float)
+    unsharded_grads = (2 * layer + head) * WEIGHT_BYTES
+    grads = np.where((lay.zero >= 3) & work.trains_base, unsharded_grads, 0.0)
+    return weights, grads
+
+
 def state_memory(
     geo: Geometry, work: Workload, lay: LayoutArrays
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(weights, gradients, optimizer) bytes per GPU, sharded by ZeRO stage over DP x CP.
 
     ZeRO-1 shards the optimizer state, ZeRO-2 also the gradients, ZeRO-3/FSDP also the
-    weights (Rajbhandari et al. 2020 Sec. 5), gathering two layers at a time (the layer in use
-    and the prefetched next one; PyTorch FSDP Zhao et al. 2023 Sec. 3.4).
+    weights (Rajbhandari et al. 2020 Sec. 5), plus what FSDP holds unsharded at the peak
+    (``_unsharded_extra``).
     """
     params = stage_params(geo, lay)
     shards = (lay.dp * lay.cp).astype(float)
     if not work.trains_base:
         return _adapter_state(geo, work, lay, params, shards)
     opt_bytes = optimizer_bytes(work.optimizer, work.pure_bf16)
+    gathered, unsharded_grads = _unsharded_extra(geo, work, lay, shards)
     weights = np.where(lay.zero >= 3, params * WEIGHT_BYTES / shards, params * WEIGHT_BYTES)
-    gathered = 2 * (geo.layer_params_total() / lay.tp) * WEIGHT_BYTES
-    weights = np.where(lay.zero >= 3, weights + gathered, weights)
+    weights = weights + gathered
     g = grad_bytes(work.precision, work.pure_bf16)
     grads = np.where(lay.zero >= 2, params * g / shards, params * g)
     # Under pipelining gradients accumulate over the microbatches unsharded: ZeRO-3 also keeps
@@ -160,10 +195,13 @@ def state_memory(
         optimizer = optimizer * 0.0
     if work.offload in ("optimizer", "params"):
         # ZeRO-Offload moves each gradient to the host as the backward produces it, keeping
-        # only the bucket in flight on the GPU (Ren et al. 2021 Sec. 4.1).
+        # only the bucket in flight on the GPU (Ren et al. 2021 Sec. 4.1); FSDP CPU offload
+        # moves each reduce-scattered shard, so only the unsharded gradients stay.
         grads = np.minimum(grads, _largest_tensor_params(geo, lay) * g)
+        grads = np.where(lay.zero >= 3, 0.0, grads)
     if work.offload == "params":
         weights = np.where(lay.zero >= 3, gathered, weights)
+    grads = np.where(keep, grads, grads + unsharded_grads)
     return weights, grads, optimizer
 
 
@@ -181,6 +219,12 @@ def _adapter_state(
     per_param = NF4_BYTES if work.method == "qlora" else WEIGHT_BYTES
     weights = share * (base_linear * per_param + other * WEIGHT_BYTES)
     gathered = 2 * (geo.layer_params_total() / lay.tp) * per_param
+    # The embedding and output head are not quantised (bitsandbytes replaces nn.Linear layers
+    # of the blocks only) and stay unsharded in the root unit (``_unsharded_extra``).
+    root = _root_params(geo, lay) * WEIGHT_BYTES
+    gathered = gathered + (root if work.offload == "params" else root * (1.0 - 1.0 / shards))
+    if work.method == "qlora":
+        gathered = gathered + _dequantised_bytes(geo, lay)
     weights = np.where(lay.zero >= 3, weights / shards + gathered, weights)
     adapters = lora_params(geo, work) * share
     adapters = np.where(lay.zero >= 3, adapters / shards, adapters)
@@ -195,6 +239,15 @@ def _adapter_state(
         weights = np.where(lay.zero >= 3, gathered, weights)
         optimizer = optimizer * 0.0
     return weights + adapters * weight_bytes, adapters * weight_bytes, optimizer
+
+
+def _dequantised_bytes(geo: Geometry, lay: LayoutArrays) -> np.ndarray:
+    """QLoRA multiplies by a bf16 copy of each NF4 weight, dequantised whole for the GEMM and
+    freed after it (bitsandbytes ``MatMul4Bit.forward``: ``F.dequantize_4bit(B, ...)`` then
+    ``linear``; the backward dequantises again): the largest matrix of a block is alive."""
+    h, q, f = geo.hidden, geo.heads * geo.head_dim, geo.ffn
+    largest: np.ndarray = max(h * f, h * q) / lay.tp.astype(float) * WEIGHT_BYTES
+    return largest
 
 
 def activation_bytes_per_token(geo: Geometry, work: Workload, lay: LayoutArrays) -> np.ndarray:
