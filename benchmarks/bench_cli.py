@@ -1,6 +1,6 @@
 """How fast the CLI answers: whole-process time of one plan, and --queries plans per second.
 
-Run: .venv/bin/python benchmarks/bench_cli.py [--runs 5] [--queries 2000]
+Run: .venv/bin/python benchmarks/bench_cli.py [--runs 5] [--queries 2000] [--repeat 3]
 
 Prints, next to the figures issue #12 started from (an idle 2-core machine, before the layout
 work): the whole process ``rigwise infer llama-3.1-8b --on rtx-4090`` (best of N runs, and the
@@ -26,6 +26,12 @@ TARGET = {"process_s": 0.150, "infer_plans_per_s": 20_000.0, "train_plans_per_s"
 COMMAND = ["-m", "rigwise", "infer", "llama-3.1-8b", "--on", "rtx-4090"]
 
 
+# Children may write bytecode: with PYTHONDONTWRITEBYTECODE set (some shells set it), a
+# checkout without .pyc files compiles every module in every run, which is not what a user
+# waits for after the first run.
+_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def _python() -> str:
     return sys.executable
 
@@ -35,7 +41,7 @@ def _timed(args: list[str]) -> tuple[float, float]:
     time is the steadier figure: waiting for a core counts in the wall time only."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run([_python(), *args], check=False, capture_output=True)
+    subprocess.run([_python(), *args], check=False, capture_output=True, env=_ENV)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
@@ -58,7 +64,11 @@ FLOOR_MODEL = FLOOR_IMPORTS + "\nclass Options(pydantic.BaseModel):\n    model: 
 def import_seconds() -> list[tuple[float, str]]:
     """The slowest imports of one run (``python -X importtime``), cumulative seconds."""
     result = subprocess.run(
-        [_python(), "-X", "importtime", *COMMAND], check=False, capture_output=True, text=True
+        [_python(), "-X", "importtime", *COMMAND],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=_ENV,
     )
     rows = []
     for line in result.stderr.splitlines():
@@ -68,16 +78,16 @@ def import_seconds() -> list[tuple[float, str]]:
     return sorted(rows, reverse=True)[:8]
 
 
-def queries_rate(command: str, lines: list[dict[str, object]]) -> tuple[float, float]:
-    """Plans per second of ``rigwise COMMAND --queries FILE`` (start-up subtracted), by wall
-    and by CPU time."""
-    with tempfile.TemporaryDirectory(prefix="rigwise-bench-") as folder:
+def queries_rate(command: str, lines: list[dict[str, object]], runs: int) -> tuple[float, float]:
+    """Plans per second of ``rigwise COMMAND --queries FILE`` (start-up subtracted: the best
+    of ``runs`` of the file and of its first line alone), by wall and by CPU time."""
+    with tempfile.TemporaryDirectory(prefix="bench-cli-") as folder:
         path = Path(folder) / "queries.jsonl"
         path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
         one = path.with_name("one.jsonl")
         one.write_text(json.dumps(lines[0]) + "\n", encoding="utf-8")
-        total = _timed(["-m", "rigwise", command, "--queries", str(path)])
-        startup = _timed(["-m", "rigwise", command, "--queries", str(one)])
+        total = best_of(runs, ["-m", "rigwise", command, "--queries", str(path)])
+        startup = best_of(runs, ["-m", "rigwise", command, "--queries", str(one)])
     return tuple(  # type: ignore[return-value]
         (len(lines) - 1) / max(t - s, 1e-9) for t, s in zip(total, startup, strict=True)
     )
@@ -155,14 +165,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="whole-process runs (best taken)")
     parser.add_argument("--queries", type=int, default=2000, help="plans per --queries file")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each --queries file")
     args = parser.parse_args()
     print(f"machine: {os.cpu_count()} cores, load average {_load()} (targets: idle 2-core)")
     process = best_of(args.runs, COMMAND)
     trains = max(args.queries // 4, 50)
-    infer = queries_rate("infer", _infer_lines(args.queries))
-    infer_distinct = queries_rate("infer", _infer_lines_distinct(args.queries))
-    train = queries_rate("train", _train_lines(trains))
-    train_distinct = queries_rate("train", _train_lines_distinct(trains))
+    infer = queries_rate("infer", _infer_lines(args.queries), args.repeat)
+    infer_distinct = queries_rate("infer", _infer_lines_distinct(args.queries), args.repeat)
+    train = queries_rate("train", _train_lines(trains), args.repeat)
+    train_distinct = queries_rate("train", _train_lines_distinct(trains), args.repeat)
     print(f"load average after the runs: {_load()}")
     bare, floor = best_of(args.runs, ["-c", "pass"]), best_of(args.runs, ["-c", FLOOR_IMPORTS])
     model = best_of(args.runs, ["-c", FLOOR_MODEL])

@@ -7,7 +7,6 @@ a result with a reason.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
 
@@ -62,6 +61,8 @@ def closest(name: str, candidates: Iterable[str], n: int = 3, cutoff: float = 0.
     """The ``n`` closest candidates to ``name`` (difflib ratio), best first; ``cutoff`` drops
     poorer matches (and speeds up a search over many thousands of candidates)."""
     pool = list(dict.fromkeys(candidates))
+    import difflib  # here: only a misspelt name needs it (every command's start-up does not)
+
     matches = difflib.get_close_matches(name, pool, n=n, cutoff=cutoff)
     return matches[:n]
 

@@ -194,3 +194,16 @@ def test_objectives_and_top_n() -> None:
         )
         assert plan.fits and len(plan.alternatives) == 1
         assert plan.search is not None and plan.search.objective == objective
+
+
+def test_fp8_training_on_a_part_without_fp8_tensor_cores_is_bad_input() -> None:
+    with pytest.raises(InputError, match="a100-sxm-80gb has no FP8 tensor cores") as info:
+        plan_training(model="llama-3.2-1b", on="a100-sxm-80gb", precision="fp8")
+    assert "--precision bf16" in (info.value.hint or "")
+
+
+def test_mxfp8_needs_blackwell_and_plans_there() -> None:
+    with pytest.raises(InputError, match=r"h100-sxm has 9\.0"):
+        plan_training(model="llama-3.2-1b", on="h100-sxm", precision="fp8", float8_scaling="mxfp8")
+    plan = plan_training(model="llama-3.2-1b", on="b200", precision="fp8", float8_scaling="mxfp8")
+    assert plan.fits

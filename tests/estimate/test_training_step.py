@@ -159,6 +159,17 @@ def test_float8_tensorwise_sends_the_tp_all_gathers_in_fp8() -> None:
     assert FACTORS.matmul_efficiency("fp8", "rowwise") == FACTORS.matmul_efficiency_fp8_rowwise
 
 
+def test_mxfp8_gathers_in_bf16_and_runs_its_gemms_at_the_mxfp8_factor() -> None:
+    # torchtitan docs/mxfp8.md: all distributed communication for MXFP8 training is done in
+    # high precision, so the TP all-gathers move what rowwise (bf16) moves, not 3/4 of it.
+    fp8 = dataclasses.replace(FLASH, precision="fp8")
+    mx = step(llama(), dataclasses.replace(fp8, float8_scaling="mxfp8"), FP8_FABRIC, tp=8)
+    rowwise = step(llama(), dataclasses.replace(fp8, float8_scaling="rowwise"), FP8_FABRIC, tp=8)
+    assert mx["tp_comm_s"] == pytest.approx(rowwise["tp_comm_s"], rel=1e-12)
+    assert FACTORS.matmul_efficiency("fp8", "mxfp8") == FACTORS.matmul_efficiency_fp8_mxfp8
+    assert FACTORS.matmul_efficiency("bf16", "mxfp8") == FACTORS.matmul_efficiency_bf16
+
+
 def test_per_op_sac_recomputes_every_second_matmul_and_its_all_gathers() -> None:
     op = dataclasses.replace(FLASH, selective_policy="op")
     megatron = step(llama(), FLASH, tp=8, micro_batch=1, recompute="selective")

@@ -76,3 +76,11 @@ def test_each_megatron_row(row: Comparison) -> None:
 def test_every_packaged_source_is_covered() -> None:
     sources = {c.source for c in result().comparisons}
     assert {s for s, _, _ in MEDIAN_TARGET} <= sources
+
+
+def test_the_techniques_column_names_the_float8_recipe() -> None:
+    from rigwise.validation.training_runs import _float8_scaling
+
+    assert _float8_scaling("fsdp + torch.compile + mxfp8 (mxfp8_cublas_rceil)") == "mxfp8"
+    assert _float8_scaling("torch.compile, async tp, float8 rowwise") == "rowwise"
+    assert _float8_scaling("fsdp + torch.compile + float8") == "tensorwise"

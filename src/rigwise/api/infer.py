@@ -9,8 +9,9 @@ memory, offload) is ``rigwise.api.infer_stages``; disaggregated pools are
 from __future__ import annotations
 
 import operator
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
 from rigwise.api.infer_options import ENGINES, MAX_CONTEXT_TOKENS, InferOptions
 from rigwise.api.infer_stages import (
@@ -43,7 +44,6 @@ from rigwise.estimate.inference import (
 )
 from rigwise.estimate.inference_memory import MemoryBreakdown, Stage
 from rigwise.estimate.plan_intervals import add_inference_intervals
-from rigwise.estimate.power import capped_inference
 from rigwise.estimate.serving_layout import check_rules, engine_context, serve_with_queue
 from rigwise.hardware import Cluster
 from rigwise.models import ModelSpec
@@ -58,6 +58,8 @@ from rigwise.plans import (
 from rigwise.serialize import register_json_finish
 from rigwise.units import parse_seconds
 from rigwise.validate_input import merged_options, validated
+
+T = TypeVar("T")
 
 # P10-P90 ranges beside the numbers in the plan's JSON: estimate/plan_intervals.py
 register_json_finish(InferencePlan, add_inference_intervals)
@@ -136,6 +138,15 @@ class _Setup:
     stages: tuple[Stage, ...]
     ctx: Context
     idle_notes: tuple[str, ...]
+    memo: dict[str, object] = field(default_factory=dict, compare=False)
+
+    def once(self, name: str, stages: tuple[Stage, ...], make: Callable[[], T]) -> T:
+        """``make()``, made once per setup for its own stages (offloaded ones: each time)."""
+        if stages is not self.stages:
+            return make()
+        if name not in self.memo:
+            self.memo[name] = make()
+        return self.memo[name]  # type: ignore[return-value]
 
 
 # The options a setup depends on (the rest vary per request): see _setup.
@@ -212,7 +223,7 @@ def _plan(opts: InferOptions) -> InferencePlan:
         kv_quant=kv_dtype,
         verdict=memory.verdict,
         reason=memory.reason,
-        layout=_layout(opts, stages),
+        layout=setup.once("layout", stages, lambda: _layout(opts, stages)),
         workload=InferenceWorkload(opts.prompt, opts.gen, context, opts.concurrency),
         memory=memory,
         prefill=None,
@@ -225,12 +236,12 @@ def _plan(opts: InferOptions) -> InferencePlan:
         from rigwise.api.infer_disagg import plan_disagg_pools
 
         return plan_disagg_pools(opts, cluster, ctx, plan)
-    broken = check_rules(engine, spec, stages, quant)
+    broken = setup.once("rules", stages, lambda: check_rules(engine, spec, stages, quant))
     if broken is not None:
         return replace(plan, verdict=DOES_NOT_FIT, reason=broken.reason, broken_rule=broken.rule)
     if memory.verdict == DOES_NOT_FIT:
         return plan
-    return _with_speed(plan, opts, ctx, stages, cluster, kv_bytes)
+    return _with_speed(plan, opts, setup, stages, kv_bytes)
 
 
 def _idle_devices(
@@ -270,24 +281,31 @@ def _layout(opts: InferOptions, stages: tuple[Stage, ...]) -> InferenceLayout:
 def _with_speed(
     plan: InferencePlan,
     opts: InferOptions,
-    ctx: Context,
+    setup: _Setup,
     stages: tuple[Stage, ...],
-    cluster: Cluster,
     kv_bytes: float,
 ) -> InferencePlan:
     """Prefill, decode, serving (a running batch and a queue) and the latency check of a plan
     whose single request fits (``kv_bytes``: its KV cache, whose memory the plan holds); the
     verdict stays the single request's."""
-    network = cluster.network
+    ctx, network = setup.ctx, setup.cluster.network
 
-    def memory_for(kv: float) -> MemoryBreakdown:  # a batch of one: the memory already made
-        return plan.memory if kv == kv_bytes else memory_of(ctx.spec, stages, ctx, kv, ctx.engine)
+    def memory_for(kv: float) -> MemoryBreakdown:
+        if kv == kv_bytes:  # a batch of one: the memory already made
+            return plan.memory
+        if kv == 0.0:  # no KV cache: the same for every request of this setup
+            return setup.once(
+                "free", stages, lambda: memory_of(ctx.spec, stages, ctx, 0.0, ctx.engine)
+            )
+        return memory_of(ctx.spec, stages, ctx, kv, ctx.engine)
 
     prefill = prefill_phase(ctx, stages, network, opts.prompt)
     decode = decode_phase(ctx, stages, network, opts.prompt + opts.gen // 2)
     power = None
     if opts.power_limit is not None:
         gpus = tuple(s.accelerator for s in stages for _ in range(s.tp))
+        from rigwise.estimate.power import capped_inference  # only under a power cap
+
         prefill, decode, power = capped_inference(gpus, opts.power_limit, prefill, decode)
     serving, memory = serve_with_queue(
         ctx,

@@ -18,6 +18,7 @@ from rigwise.api._lookup import cached_cluster, cached_model
 from rigwise.api.train_options import TrainOptions
 from rigwise.errors import InputError
 from rigwise.estimate.compute import TrainingFactors, training_factors
+from rigwise.estimate.engine_rules import compute_capability
 from rigwise.estimate.training import Evaluation, evaluate, plan_from
 from rigwise.estimate.training_layout import (
     Geometry,
@@ -28,7 +29,7 @@ from rigwise.estimate.training_layout import (
 )
 from rigwise.estimate.training_presets import framework_settings
 from rigwise.estimate.training_step import Fabric
-from rigwise.hardware import Cluster
+from rigwise.hardware import Accelerator, Cluster
 from rigwise.models import ModelSpec
 from rigwise.plans import TrainingPlan
 from rigwise.search import (
@@ -195,8 +196,28 @@ def prepared(options: TrainOptions | None, fields: Mapping[str, object]) -> tupl
         opts = _validated({**preset, **given})
         applied = ", ".join(f"{k}={v}" for k, v in preset.items() if k not in given)
         notes = (f"{opts.framework} defaults: {applied or 'none needed'}",)
+    _check_precision(opts, fabric.accelerator)
     factors = _factors(fabric.accelerator.id, opts.calibration)
     return _Setup(opts, spec, _geometry(spec), fabric, factors, gpus), notes
+
+
+def _check_precision(opts: TrainOptions, accelerator: Accelerator) -> None:
+    """FP8 training needs FP8 tensor cores (torchao float8: compute capability 8.9+); MXFP8
+    needs Blackwell's block-scaled MMA (compute capability 10.0+, torchao docs/mxfp8)."""
+    if opts.precision != "fp8":
+        return
+    if not accelerator.flops.get("fp8"):
+        raise InputError(
+            f"{accelerator.id} has no FP8 tensor cores, so --precision fp8 cannot train on it.",
+            hint="Use --precision bf16, or an FP8 part (Ada, Hopper, Blackwell, MI300).",
+        )
+    capability = compute_capability(accelerator.id)
+    if opts.float8_scaling == "mxfp8" and (capability is None or capability < 10.0):
+        raise InputError(
+            f"--float8-scaling mxfp8 needs Blackwell block-scaled FP8 (compute capability 10.0+); "
+            f"{accelerator.id} has {capability if capability is not None else 'none listed'}.",
+            hint="Use --float8-scaling tensorwise or rowwise on this part.",
+        )
 
 
 def _factors(accelerator_id: str, calibration: Mapping[str, float] | None) -> TrainingFactors:

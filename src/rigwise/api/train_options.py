@@ -100,8 +100,8 @@ class TrainOptions(BaseModel):
     """FlashAttention (no materialised attention scores)."""
     compile: bool = True
     """Fused elementwise kernels (torch.compile, Megatron); False = eager."""
-    float8_scaling: Literal["tensorwise", "rowwise"] = "tensorwise"
-    """FP8 scaling granularity (with precision fp8)."""
+    float8_scaling: Literal["tensorwise", "rowwise", "mxfp8"] = "tensorwise"
+    """FP8 scaling granularity (with precision fp8); mxfp8 = 1x32 block scales (Blackwell)."""
     async_tp: bool = False
     """TP collectives overlapped with the matmuls (AsyncTP)."""
     tp_comm_overlap: bool = False

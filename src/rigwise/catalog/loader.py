@@ -1,7 +1,8 @@
 """Read the packaged data files.
 
-Files are read once per process (``functools.cache``) from the package's ``data/`` folder via
-``importlib.resources``, so the catalog works from a wheel as well as from a checkout. Every row
+Files are read once per process (``functools.cache``) from the package's ``data/`` folder (via
+``importlib.resources`` where the package is zipped), so the catalog works from a wheel as well
+as from a checkout. Every row
 must carry a non-empty ``source``; a malformed file is a ``CatalogError`` naming file and row.
 """
 
@@ -10,25 +11,39 @@ from __future__ import annotations
 import csv
 import functools
 import io
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from rigwise.errors import CatalogError
 
 _PACKAGE = "rigwise.catalog"
+# The data folder beside this module (a checkout, or a wheel unpacked into site-packages):
+# read directly, which spares every command the start-up cost of importlib.resources (it
+# imports tempfile, shutil, zipfile ...). A zipped package falls back to importlib.resources.
+_DATA = Path(__file__).resolve().parent / "data"
+
+
+def packaged(*names: str) -> Any:
+    """A packaged data file or folder under ``data/`` (a ``Path``, or a resource of a zipped
+    package); no names: the data folder itself."""
+    if _DATA.is_dir():
+        return _DATA.joinpath(*names)
+    from importlib import resources
+
+    return resources.files(_PACKAGE).joinpath("data", *names)
 
 
 def data_path(name: str) -> Path:
     """Filesystem path of a packaged data file (for error messages and docs)."""
-    return Path(str(resources.files(_PACKAGE).joinpath("data", name)))
+    return Path(str(packaged(name)))
 
 
 def _read_text(name: str) -> str:
     try:
-        return resources.files(_PACKAGE).joinpath("data", name).read_text(encoding="utf-8")
+        text: str = packaged(name).read_text(encoding="utf-8")
     except FileNotFoundError as exc:
         raise CatalogError(f"Catalog file {name!r} is missing from the package.") from exc
+    return text
 
 
 def parse_commented_csv(text: str) -> tuple[dict[str, str], ...]:

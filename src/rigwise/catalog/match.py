@@ -26,6 +26,15 @@ def _globs(cell: str) -> list[str]:
     return [p.strip().lower() for p in cell.split(";") if p.strip()] or ["*"]
 
 
+def glob_match(name: str, glob: str) -> bool:
+    """``fnmatchcase``, with a glob that has no wildcard compared as a string: most cells are
+    plain names, and compiling each into a regular expression is most of a command's first
+    lookups."""
+    if "*" in glob or "?" in glob or "[" in glob:
+        return fnmatch.fnmatchcase(name, glob)
+    return name == glob
+
+
 def _literal(pattern: str) -> int:
     return len(pattern.replace("*", "").replace("?", ""))
 
@@ -37,7 +46,7 @@ def specificity(row: Mapping[str, str], keys: Mapping[str, str]) -> tuple[int, i
     for rank, (column, value) in enumerate(keys.items()):
         globs = _globs(row[column])
         wanted = value.lower()
-        matching = [g for g in globs if fnmatch.fnmatchcase(wanted, g)]
+        matching = [g for g in globs if glob_match(wanted, g)]
         if not matching:
             return None
         if globs != ["*"]:
@@ -58,4 +67,4 @@ def most_specific(rows: Iterable[Row], **keys: str) -> Row | None:
     return best
 
 
-__all__ = ["most_specific", "specificity"]
+__all__ = ["glob_match", "most_specific", "specificity"]

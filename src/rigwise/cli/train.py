@@ -144,9 +144,9 @@ _KERNELS = (
     ),
     click.option(
         "--float8-scaling",
-        type=click.Choice(["tensorwise", "rowwise"]),
-        help="Float8 scales with --precision fp8 (torchao recipes; rowwise is slower; "
-        "default tensorwise).",
+        type=click.Choice(["tensorwise", "rowwise", "mxfp8"]),
+        help="Float8 scales with --precision fp8 (torchao recipes; rowwise is slower; mxfp8 = "
+        "1x32 block scales on Blackwell, all-gathers in bf16; default tensorwise).",
     ),
     click.option(
         "--async-tp",

@@ -32,6 +32,7 @@ class TrainingFactors(JsonObject):
     matmul_efficiency_bf16: float
     matmul_efficiency_fp8: float
     matmul_efficiency_fp8_rowwise: float
+    matmul_efficiency_fp8_mxfp8: float
     gemm_half_dim: float
     float8_cast_bytes_per_element: float
     attention_efficiency_flash: float
@@ -60,6 +61,8 @@ class TrainingFactors(JsonObject):
             return self.matmul_efficiency_bf16
         if float8_scaling == "rowwise":
             return self.matmul_efficiency_fp8_rowwise
+        if float8_scaling == "mxfp8":  # 1x32 block scales applied in the MMA (Blackwell)
+            return self.matmul_efficiency_fp8_mxfp8
         return self.matmul_efficiency_fp8
 
 

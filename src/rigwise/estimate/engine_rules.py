@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from rigwise.catalog.loader import read_csv
+from rigwise.catalog.match import glob_match
 from rigwise.hardware import Accelerator
 from rigwise.models import ModelSpec
 from rigwise.units import GiB
@@ -68,7 +69,7 @@ def rules() -> tuple[Rule, ...]:
 def compute_capability(accelerator_id: str) -> float | None:
     """NVIDIA compute capability of a catalog id (None where none is listed)."""
     for row in read_csv("compute_capability.csv"):
-        if fnmatch.fnmatchcase(accelerator_id, row["accelerator"]):
+        if glob_match(accelerator_id, row["accelerator"]):
             return float(row["compute_capability"])
     return None
 

@@ -13,10 +13,10 @@ there (transformers: Python dispatch on the host) keep a fixed cost.
 
 from __future__ import annotations
 
-import fnmatch
 import functools
 
 from rigwise.catalog.loader import read_csv
+from rigwise.catalog.match import glob_match
 from rigwise.estimate.inference_memory import best_row, device_class
 from rigwise.hardware import Accelerator
 
@@ -25,7 +25,7 @@ from rigwise.hardware import Accelerator
 def boost_clock_hz(accelerator_id: str) -> float | None:
     """Boost clock of a catalog GPU id (None where ``gpu_clocks.csv`` lists none)."""
     for row in read_csv("gpu_clocks.csv"):
-        if fnmatch.fnmatchcase(accelerator_id, row["accelerator"]):
+        if glob_match(accelerator_id, row["accelerator"]):
             return float(row["boost_clock_mhz"]) * 1e6
     return None
 

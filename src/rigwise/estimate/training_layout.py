@@ -39,7 +39,7 @@ class Workload:
     # core, or with fused attention the cheap elementwise ops) or "op" (torchtitan per-op SAC:
     # every second matmul of the layer and the TP all-gathers feeding them).
     selective_policy: str = "attention"
-    float8_scaling: str = "tensorwise"  # fp8 scales: tensorwise | rowwise (torchao recipes)
+    float8_scaling: str = "tensorwise"  # fp8 scales: tensorwise | rowwise | mxfp8 (torchao recipes)
     offload: str = "none"  # none | optimizer | params (ZeRO-Offload / ZeRO-Infinity)
     # Pure bf16 (torchtune dtype=bf16, LitGPT bf16-true, llm-foundry PURE): bf16 weights,
     # gradients and optimizer moments, no fp32 master copy. False = mixed precision.

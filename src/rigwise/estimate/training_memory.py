@@ -54,7 +54,8 @@ def optimizer_bytes(optimizer: str, pure_bf16: bool = False) -> float:
 # QLoRA: NF4 (4 bits) + double-quantised block constants (0.127 bits/param), Dettmers et al.
 # 2023 "QLoRA" Sec. 3 (double quantisation). Adapters train in fp32 with Adam: 4+4+8 bytes
 # (PEFT casts adapters to fp32); pure bf16 keeps them in bf16: 2+2+4.
-NF4_BYTES = (4.0 + 0.127) / 8.0
+NF4_CONSTANT_BYTES = 0.127 / 8.0  # the block constants (absmax) of double quantisation
+NF4_BYTES = 4.0 / 8.0 + NF4_CONSTANT_BYTES
 ADAPTER_BYTES_PER_PARAM = 16.0
 # Peak of the loss on the last stage per logit: in the cross-entropy backward the fp32 log-probs
 # (saved by log_softmax), their fp32 gradient and the bf16 gradient handed to the output matmul
@@ -125,23 +126,66 @@ def _largest_tensor_params(geo: Geometry, lay: LayoutArrays) -> np.ndarray:
     return biggest / lay.tp.astype(float)
 
 
+def _root_params(geo: Geometry, lay: LayoutArrays) -> np.ndarray:
+    """Parameters of the root FSDP unit on the first stage: the embedding, and the output head
+    when one stage holds both (the transformer blocks are wrapped units of their own)."""
+    head = np.where(lay.pp == 1, geo.head_params, 0.0)
+    root: np.ndarray = (geo.embedding_params + head) / lay.tp.astype(float)
+    return root
+
+
+def _unsharded_extra(
+    geo: Geometry, work: Workload, lay: LayoutArrays, shards: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(weights, gradients) bytes that FSDP/ZeRO-3 holds unsharded on top of the shards.
+
+    Weights: two transformer blocks (the one computing and the prefetched next one; Zhao et
+    al. 2023 Sec. 3.4) and the root unit, which FSDP does not reshard after the forward
+    because the backward needs it at once (FSDP1 ``_post_forward_reshard``; FSDP2
+    ``fully_shard(reshard_after_forward=None)``: False for the root). Gradients, when the
+    base trains: autograd writes each unit's gradients unsharded in the compute dtype (the
+    unsharded parameter's dtype, FSDP ``MixedPrecisionPolicy.param_dtype``) before the
+    reduce-scatter, so the block being differentiated and the previous one, whose
+    reduce-scatter is still in flight, hold full gradients, and the output head's gradient,
+    made first in the backward, waits for the root's reduce-scatter at its end.
+    """
+    layer = geo.layer_params_total() / lay.tp.astype(float)
+    blocks = 2 * layer * WEIGHT_BYTES
+    # The root's own shard is already counted with the others (an offloaded one lives on the host).
+    root = _root_params(geo, lay) * WEIGHT_BYTES
+    root = root if work.offload == "params" else root * (1.0 - 1.0 / shards)
+    weights = np.where(lay.zero >= 3, blocks + root, 0.0)
+    head = np.where(lay.pp == 1, geo.head_params, 0.0) / lay.tp.astype(float)
+    grads = np.where((lay.zero >= 3) & work.trains_base, head * WEIGHT_BYTES, 0.0)
+    return weights, grads + _block_grads(geo, work, lay)
+
+
+def _block_grads(geo: Geometry, work: Workload, lay: LayoutArrays) -> np.ndarray:
+    """Unsharded bf16 gradients of two blocks under FSDP when the base trains (none with
+    pipelining, where the stage's gradients are kept whole anyway)."""
+    layer = geo.layer_params_total() / lay.tp.astype(float)
+    live = (lay.zero >= 3) & (lay.pp == 1) & work.trains_base
+    grads: np.ndarray = np.where(live, 2 * layer * WEIGHT_BYTES, 0.0)
+    return grads
+
+
 def state_memory(
     geo: Geometry, work: Workload, lay: LayoutArrays
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(weights, gradients, optimizer) bytes per GPU, sharded by ZeRO stage over DP x CP.
 
     ZeRO-1 shards the optimizer state, ZeRO-2 also the gradients, ZeRO-3/FSDP also the
-    weights (Rajbhandari et al. 2020 Sec. 5), gathering two layers at a time (the layer in use
-    and the prefetched next one; PyTorch FSDP Zhao et al. 2023 Sec. 3.4).
+    weights (Rajbhandari et al. 2020 Sec. 5), plus what FSDP holds unsharded at the peak
+    (``_unsharded_extra``).
     """
     params = stage_params(geo, lay)
     shards = (lay.dp * lay.cp).astype(float)
     if not work.trains_base:
         return _adapter_state(geo, work, lay, params, shards)
     opt_bytes = optimizer_bytes(work.optimizer, work.pure_bf16)
+    gathered, unsharded_grads = _unsharded_extra(geo, work, lay, shards)
     weights = np.where(lay.zero >= 3, params * WEIGHT_BYTES / shards, params * WEIGHT_BYTES)
-    gathered = 2 * (geo.layer_params_total() / lay.tp) * WEIGHT_BYTES
-    weights = np.where(lay.zero >= 3, weights + gathered, weights)
+    weights = weights + gathered
     g = grad_bytes(work.precision, work.pure_bf16)
     grads = np.where(lay.zero >= 2, params * g / shards, params * g)
     # Under pipelining gradients accumulate over the microbatches unsharded: ZeRO-3 also keeps
@@ -160,10 +204,13 @@ def state_memory(
         optimizer = optimizer * 0.0
     if work.offload in ("optimizer", "params"):
         # ZeRO-Offload moves each gradient to the host as the backward produces it, keeping
-        # only the bucket in flight on the GPU (Ren et al. 2021 Sec. 4.1).
+        # only the bucket in flight on the GPU (Ren et al. 2021 Sec. 4.1); FSDP CPU offload
+        # moves each reduce-scattered shard, so only the unsharded gradients stay.
         grads = np.minimum(grads, _largest_tensor_params(geo, lay) * g)
+        grads = np.where(lay.zero >= 3, 0.0, grads)
     if work.offload == "params":
         weights = np.where(lay.zero >= 3, gathered, weights)
+    grads = np.where(keep, grads, grads + unsharded_grads)
     return weights, grads, optimizer
 
 
@@ -174,14 +221,26 @@ def _adapter_state(
     adapters with their gradients and optimizer state. FSDP/ZeRO-3 shards the frozen base as
     well (FSDP flattens every parameter of a wrapped module; QLoRA keeps the NF4 storage
     sharded: bitsandbytes ``bnb_4bit_quant_storage``, Answer.AI FSDP-QLoRA 2024) and gathers
-    two layers at a time in their storage format."""
+    two layers at a time in their storage format. The NF4 block constants are not parameters
+    but the ``quant_state`` of each weight, which FSDP neither shards, syncs nor offloads:
+    every rank keeps them whole on its GPU (Answer.AI fsdp_qlora train.py ``load_param``:
+    'FSDP only syncs parameters and buffers, so the quant_state isn't copied')."""
     base_linear = geo.layers * geo.layer_params_total()
     other = geo.params_total - base_linear
     share = params / geo.params_total
-    per_param = NF4_BYTES if work.method == "qlora" else WEIGHT_BYTES
+    qlora = work.method == "qlora"
+    per_param = NF4_BYTES - NF4_CONSTANT_BYTES if qlora else WEIGHT_BYTES
+    constants = share * base_linear * (NF4_CONSTANT_BYTES if qlora else 0.0)
     weights = share * (base_linear * per_param + other * WEIGHT_BYTES)
     gathered = 2 * (geo.layer_params_total() / lay.tp) * per_param
-    weights = np.where(lay.zero >= 3, weights / shards + gathered, weights)
+    # The embedding and output head are not quantised (bitsandbytes replaces nn.Linear layers
+    # of the blocks only) and stay unsharded in the root unit (``_unsharded_extra``).
+    root = _root_params(geo, lay) * WEIGHT_BYTES
+    gathered = gathered + (root if work.offload == "params" else root * (1.0 - 1.0 / shards))
+    if qlora:
+        gathered = gathered + _dequantised_bytes(geo, lay)
+    kept = gathered + constants  # what a GPU holds besides its shard (also under offload)
+    weights = np.where(lay.zero >= 3, weights / shards + kept, weights + constants)
     adapters = lora_params(geo, work) * share
     adapters = np.where(lay.zero >= 3, adapters / shards, adapters)
     weight_bytes = WEIGHT_BYTES if work.pure_bf16 else 4.0
@@ -192,9 +251,18 @@ def _adapter_state(
     if work.offload == "params":
         # FSDP CPUOffload keeps every shard (and the adapters' optimizer state) on the host;
         # the GPU holds only the layers gathered for compute (Answer.AI FSDP-QLoRA 2024).
-        weights = np.where(lay.zero >= 3, gathered, weights)
+        weights = np.where(lay.zero >= 3, kept, weights)
         optimizer = optimizer * 0.0
     return weights + adapters * weight_bytes, adapters * weight_bytes, optimizer
+
+
+def _dequantised_bytes(geo: Geometry, lay: LayoutArrays) -> np.ndarray:
+    """QLoRA multiplies by a bf16 copy of each NF4 weight, dequantised whole for the GEMM and
+    freed after it (bitsandbytes ``MatMul4Bit.forward``: ``F.dequantize_4bit(B, ...)`` then
+    ``linear``; the backward dequantises again): the largest matrix of a block is alive."""
+    h, q, f = geo.hidden, geo.heads * geo.head_dim, geo.ffn
+    largest: np.ndarray = max(h * f, h * q) / lay.tp.astype(float) * WEIGHT_BYTES
+    return largest
 
 
 def activation_bytes_per_token(geo: Geometry, work: Workload, lay: LayoutArrays) -> np.ndarray:
@@ -255,8 +323,10 @@ def _selective_bytes_per_token(geo: Geometry, work: Workload, lay: LayoutArrays)
     return kept
 
 
-def activation_memory(geo: Geometry, work: Workload, lay: LayoutArrays) -> np.ndarray:
-    """Activation bytes on the most loaded stage, with the 1F1B in-flight microbatches."""
+def _layer_terms(
+    geo: Geometry, work: Workload, lay: LayoutArrays
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(stored per layer, working set of the layer recomputed, logits) bytes per GPU."""
     tokens = lay.micro_batch * work.seq_len / lay.cp
     full = activation_bytes_per_token(geo, work, lay) * tokens
     selective = _selective_bytes_per_token(geo, work, lay) * tokens
@@ -265,6 +335,19 @@ def activation_memory(geo: Geometry, work: Workload, lay: LayoutArrays) -> np.nd
     per_layer = np.select([lay.recompute == 0, lay.recompute == 1], [full, selective], 0.0)
     per_layer = np.where(lay.recompute == 2, checkpoint * tokens, per_layer)
     working = np.where(lay.recompute == 2, full, 0.0)
+    # The last stage holds the logits for the loss (vocab-parallel over TP).
+    per_logit = LOGITS_BYTES
+    if work.compiled_loss:
+        per_logit = COMPILED_LOGITS_BYTES
+    if work.chunked_loss:
+        per_logit = CHUNKED_LOGITS_BYTES
+    logits = tokens * geo.vocab * per_logit / lay.tp
+    return per_layer, working, logits
+
+
+def activation_memory(geo: Geometry, work: Workload, lay: LayoutArrays) -> np.ndarray:
+    """Activation bytes on the most loaded stage, with the 1F1B in-flight microbatches."""
+    per_layer, working, logits = _layer_terms(geo, work, lay)
     layers = np.ceil(geo.layers / lay.pp)
     microbatches = np.maximum(work.global_batch // (lay.dp * lay.micro_batch), 1)
     in_flight = np.minimum(lay.pp, microbatches).astype(float)
@@ -277,13 +360,7 @@ def activation_memory(geo: Geometry, work: Workload, lay: LayoutArrays) -> np.nd
     # OffloadActivations double-buffers on a side stream).
     stored_layers = np.minimum(layers, 2.0) if work.activation_offload else layers
     first_stage = per_layer * stored_layers * in_flight + working
-    # The last stage holds one microbatch plus the logits for the loss (vocab-parallel over TP).
-    per_logit = LOGITS_BYTES
-    if work.compiled_loss:
-        per_logit = COMPILED_LOGITS_BYTES
-    if work.chunked_loss:
-        per_logit = CHUNKED_LOGITS_BYTES
-    logits = tokens * geo.vocab * per_logit / lay.tp
+    # The last stage holds one microbatch plus the logits.
     last_stage = per_layer * stored_layers + working + logits
     peak: np.ndarray = np.maximum(first_stage, last_stage)
     return peak
@@ -294,6 +371,11 @@ def memory_per_gpu(
 ) -> MemoryArrays:
     weights, grads, optimizer = state_memory(geo, work, lay)
     activations = activation_memory(geo, work, lay)
+    # The activation peak comes as the backward starts (every stored layer and the logits
+    # alive); block gradients appear only once the logits and the top layer's stored
+    # activations are freed, so they raise the peak only by what exceeds those.
+    per_layer, _, logits = _layer_terms(geo, work, lay)
+    grads = grads - np.minimum(_block_grads(geo, work, lay), per_layer + logits)
     allocated = weights + grads + optimizer + activations
     # NCCL communicators (and their buffers) exist only when the job spans more than one GPU.
     gpus = lay.tp * lay.pp * lay.dp * lay.cp

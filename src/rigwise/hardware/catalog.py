@@ -18,12 +18,11 @@ import functools
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from rigwise.catalog.cache import cached_build
-from rigwise.catalog.loader import data_path, read_csv, read_yaml
+from rigwise.catalog.loader import data_path, packaged, read_csv, read_yaml
 from rigwise.hardware.names import KEY_TIERS, NameTable, build_table, normalize
 from rigwise.hardware.types import Accelerator, Link, Resolution, SystemPreset
 from rigwise.units import GiB
@@ -94,13 +93,13 @@ class AcceleratorCatalog:
 
 
 def _package_files(pattern: str) -> list[str]:
-    folder = resources.files("rigwise.catalog").joinpath("data")
+    folder = packaged()
     names = [entry.name for entry in folder.iterdir() if re.fullmatch(pattern, entry.name)]
     return sorted(names, key=lambda n: (n != "accelerators.csv", n))
 
 
 def _has_file(name: str) -> bool:
-    return resources.files("rigwise.catalog").joinpath("data", name).is_file()
+    return bool(packaged(name).is_file())
 
 
 def build_accelerators(files: Mapping[str, Iterable[Mapping[str, str]]]) -> AcceleratorCatalog:

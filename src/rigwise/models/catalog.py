@@ -11,7 +11,6 @@ import functools
 import json
 import re
 from dataclasses import dataclass, replace
-from importlib import resources
 from typing import Any
 
 from rigwise.catalog.names import normalize
@@ -59,7 +58,9 @@ def _entry(file_name: str, text: str) -> CatalogEntry:
 @functools.cache
 def catalog_entries() -> dict[str, CatalogEntry]:
     """Every catalog model file, by catalog name."""
-    folder = resources.files("rigwise.catalog").joinpath("data", _FOLDER)
+    from rigwise.catalog.loader import packaged
+
+    folder = packaged(_FOLDER)
     entries = [
         _entry(item.name, item.read_text(encoding="utf-8"))
         for item in sorted(folder.iterdir(), key=lambda i: i.name)

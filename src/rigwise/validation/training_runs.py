@@ -25,6 +25,14 @@ def _model(name: str) -> Any:
     return load_model(name)
 
 
+def _float8_scaling(techniques: str) -> str:
+    """torchao recipe named in the techniques column: rowwise, mxfp8 (mxfp8_cublas[_rceil])
+    or tensorwise (the default Float8 recipe)."""
+    if "rowwise" in techniques:
+        return "rowwise"
+    return "mxfp8" if "mxfp8" in techniques else "tensorwise"
+
+
 def _torchtitan_setup(
     row: dict[str, str], assume: dict[tuple[str, str], str]
 ) -> tuple[Workload, Layout]:
@@ -37,7 +45,7 @@ def _torchtitan_setup(
     cp = int(row["context_parallel"])
     seq = int(row["seq_len"] or assume.get((TORCHTITAN, "seq_len"), "8192"))
     local = int(row["local_batch_size"])
-    fp8 = "float8" in techniques and "none (bfloat16)" not in techniques
+    fp8 = ("float8" in techniques or "mxfp8" in techniques) and "none (bfloat16)" not in techniques
     checkpointing = row["activation_checkpointing"].lower()
     recompute = "full" if checkpointing == "full" else "selective"
     work = Workload(
@@ -48,8 +56,9 @@ def _torchtitan_setup(
         async_tp="async tp" in techniques or "asynctp" in techniques,
         # torchtitan's selective AC of the llama3 configs is per-op SAC (selective_ac_option "op").
         selective_policy=assume.get((TORCHTITAN, "selective_policy"), "op"),
-        float8_scaling="rowwise" if "rowwise" in techniques else "tensorwise",
+        float8_scaling=_float8_scaling(techniques),
         compiled_loss=row.get("loss") == "compiled",  # torchtitan from 2025-04 (CSV header)
+        chunked_loss=row.get("loss") == "chunked",  # ChunkedCELoss: no full logits tensor
     )
     microbatches = int(assume.get((TORCHTITAN, "pp_microbatches"), "0")) or pp
     mb = max(local // microbatches, 1) if pp > 1 else local
@@ -89,6 +98,8 @@ def _torchtitan_source(table: str) -> str:
     """Per-source statistics keep the torchao README rows and the B200 rows apart."""
     if table.startswith("torchao"):
         return "torchao float8 H100"
+    if "autoresearch" in table:
+        return "torchtitan autoresearch B200"
     return "torchtitan B200" if "B200" in table else "torchtitan"
 
 
