@@ -12,6 +12,7 @@ from rigwise.estimate.engine_rules import engine_defaults
 from rigwise.estimate.serving import (
     Costs,
     estimate_serving,
+    prefill_collision_seconds,
     staggered_ttft_seconds,
     wave_prefill_tokens,
     wave_ttft_seconds,
@@ -61,8 +62,11 @@ def test_serving_ttft_grows_with_the_running_batch() -> None:
     result = estimate_serving(32, 64, 256, 128, costs)
     assert result.queue_wait_s == 0.0
     assert result.ttft_wave_s == pytest.approx(0.01 + 4992e-5 + 3 * 0.005)
-    # Staggered arrivals: half a running step, then its own prompt; decodes here cost nothing.
-    assert result.ttft_s == pytest.approx(0.005 / 2 + 0.01)
+    # Staggered arrivals: half a running step, then its own prompt; decodes here cost nothing;
+    # M/D/1 wait rho S / (2 (1 - rho)), S = 2.56 ms, rho = the 31 others' prefill / cycle:
+    # 31 x 2.56 ms / 721.92 ms = 0.10993, wait 0.158 ms.
+    rho = 31 * 0.00256 / 0.72192
+    assert result.ttft_s == pytest.approx(0.005 / 2 + 0.01 + rho * 0.00256 / (2 * (1 - rho)))
     # A request lives one cycle, 32 x 256 x 1e-5 + 128 x 5 ms = 0.72192 s; the rest after its
     # first token spreads over its other 127 tokens (the later prompts interleave).
     assert result.tpot_s == pytest.approx((0.72192 - (0.01 + 4992e-5 + 0.015)) / 127)
@@ -99,8 +103,15 @@ def test_a_desynchronised_closed_loop_pays_half_a_step_its_prompt_and_the_runnin
     # 11.6 / 2 + 30 + (11.6 - 10.1) = 5.8 + 30 + 1.5 = 37.3 ms, + 2 ms API server = 39.3 ms.
     assert staggered_ttft_seconds(16, 0.030, 0.0116, 0.0101) == pytest.approx(0.0373)
     assert staggered_ttft_seconds(1, 0.030, 0.0101, 0.0101) == pytest.approx(0.030)
+    # Collisions: one prompt 256 x 0.1 ms = 25.6 ms of batched prefill; a cycle is 16 x 25.6 +
+    # 128 x 11.6 = 1894.4 ms; the 15 others prefill 384 ms of it: rho = 0.2027, M/D/1 wait
+    # rho S / (2 (1 - rho)) = 3.254 ms.
+    rho = 15 * 0.0256 / 1.8944
+    collision = rho * 0.0256 / (2 * (1 - rho))
+    assert collision == pytest.approx(0.0032542, rel=1e-4)
+    assert prefill_collision_seconds(16, 0.0256, 0.4096 + 1.4848) == pytest.approx(collision)
     result = estimate_serving(16, 64, 256, 128, _staggered_costs())
-    assert result.ttft_s == pytest.approx(0.0393)
+    assert result.ttft_s == pytest.approx(0.0393 + collision)
     # The wave: 16 x 256 = 4096 tokens in steps of 2048 -> min(4096, 8.5 x 256 + 1024 = 3200);
     # 30 ms + (3200 - 256) x 0.1 ms + 2 steps x 11.6 ms + 2 ms = 349.6 ms.
     assert result.ttft_wave_s == pytest.approx(0.3496)
@@ -115,7 +126,9 @@ def test_queued_requests_keep_the_wave_and_the_queue_wait() -> None:
 def test_a_benchmark_mean_holds_its_first_wave() -> None:
     """300 prompts at concurrency 16: 16 arrive together, the other 284 staggered."""
     result = estimate_serving(16, 64, 256, 128, _staggered_costs())
+    rho = 15 * 0.0256 / 1.8944
+    staggered = 0.0393 + rho * 0.0256 / (2 * (1 - rho))
     mean = benchmark_ttft_seconds(result, "staggered", 300, "mean")
-    assert mean == pytest.approx(16 / 300 * 0.3496 + 284 / 300 * 0.0393)
-    assert benchmark_ttft_seconds(result, "staggered", 300, "median") == pytest.approx(0.0393)
+    assert mean == pytest.approx(16 / 300 * 0.3496 + 284 / 300 * staggered)
+    assert benchmark_ttft_seconds(result, "staggered", 300, "median") == pytest.approx(staggered)
     assert benchmark_ttft_seconds(result, "wave", 300, "median") == pytest.approx(0.3496)

@@ -27,9 +27,10 @@ persists only while every request has the same length (``--ignore-eos``): the co
 finish a decode step apart and return together. With real output lengths a closed loop
 desynchronises: a request arrives when another ends, lands in a running step (half a decode step
 on average, none at concurrency 1, whose predecessor has just ended) and is prefilled in the next
-step beside the C - 1 running decodes (``staggered_ttft_seconds``), so its TTFT hardly grows with
-C. That is the ``ttft_s`` a plan reports, the wave being ``ttft_wave_s``; while requests queue
-for a slot the wave (and the queue wait) stays. Both add the engine's per-request API-server work
+step beside the C - 1 running decodes (``staggered_ttft_seconds``), behind any prompts that
+arrived just before it (``prefill_collision_seconds``), so its TTFT grows slowly with C. That
+is the ``ttft_s`` a plan reports, the wave being ``ttft_wave_s``; while requests queue for a
+slot the wave (and the queue wait) stays. Both add the engine's per-request API-server work
 (``engine_overheads.csv`` ``request_overhead_ms``: HTTP, tokenisation, streaming).
 """
 
@@ -143,6 +144,16 @@ def staggered_ttft_seconds(batch: Any, single_s: float, step_s: Any, step_one_s:
     return landed * step_s / 2.0 + single_s + maximum(0.0, step_s - step_one_s)
 
 
+def prefill_collision_seconds(batch: Any, own_prefill_s: float, cycle_s: Any) -> Any:
+    """Mean wait behind prompts that arrived just before, in a desynchronised loop: the other
+    ``batch - 1`` requests spend ``own_prefill_s`` each of a cycle prefilling (utilisation rho
+    as an arrival sees it: the arrival theorem of closed networks, Sevcik & Mitrani 1981), one
+    prompt's prefill a deterministic service, so the M/D/1 (Pollaczek-Khinchine) wait
+    rho S / (2 (1 - rho)) (Kleinrock 1975, Queueing Systems Vol. 1, Sec. 5.6); none alone."""
+    rho = (as_float(batch) - 1.0) * own_prefill_s / cycle_s
+    return rho * own_prefill_s / (2.0 * (1.0 - rho))
+
+
 def wave_tpot_seconds(cycle_s: Any, ttft_s: Any, step_s: Any, gen: int) -> Any:
     """Time per output token after the first: a request lives one cycle of its batch (closed
     loop), so what the cycle leaves after its first token is spread over its other tokens
@@ -230,6 +241,7 @@ def estimate_serving(
     wait = max(0.0, in_system - ttft_service - (gen - 1) * tpot) if per_replica > batch else 0.0
     staggered = float(
         staggered_ttft_seconds(batch, costs.single_prefill_seconds, step, costs.step_seconds(1))
+        + prefill_collision_seconds(batch, own_prefill, cycle)
     )
     own = ttft_service if per_replica > batch else staggered  # queued: slots free in waves
     queued = max(0, concurrency - replicas * batch)
