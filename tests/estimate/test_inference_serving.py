@@ -29,7 +29,8 @@ def test_one_request_cycle_is_prefill_plus_gen_steps() -> None:
     cycle = 1000 * 1e-5 + 100 * 0.021
     assert result.aggregate_tokens_per_s == pytest.approx(100 / cycle)
     assert result.tpot_s == pytest.approx(0.021)  # alone: one decode step per token
-    assert result.ttft_s == pytest.approx(0.05 + 0.021)  # own prefill + one step
+    assert result.ttft_wave_s == pytest.approx(0.05 + 0.021)  # own prefill + one step
+    assert result.ttft_s == pytest.approx(0.05)  # closed loop of one: nothing runs, own prefill
     assert result.queued == 0 and result.queue_wait_s == 0.0
 
 

@@ -12,10 +12,12 @@ from rigwise.estimate.engine_rules import engine_defaults
 from rigwise.estimate.serving import (
     Costs,
     estimate_serving,
+    staggered_ttft_seconds,
     wave_prefill_tokens,
     wave_ttft_seconds,
 )
 from rigwise.units import GiB
+from rigwise.validation.inference_serving import benchmark_ttft_seconds
 
 
 def _exact_mean_tokens(admitted: int, prompt: int, budget: int) -> float:
@@ -58,7 +60,9 @@ def test_serving_ttft_grows_with_the_running_batch() -> None:
     )
     result = estimate_serving(32, 64, 256, 128, costs)
     assert result.queue_wait_s == 0.0
-    assert result.ttft_s == pytest.approx(0.01 + 4992e-5 + 3 * 0.005)
+    assert result.ttft_wave_s == pytest.approx(0.01 + 4992e-5 + 3 * 0.005)
+    # Staggered arrivals: half a running step, then its own prompt; decodes here cost nothing.
+    assert result.ttft_s == pytest.approx(0.005 / 2 + 0.01)
     # A request lives one cycle, 32 x 256 x 1e-5 + 128 x 5 ms = 0.72192 s; the rest after its
     # first token spreads over its other 127 tokens (the later prompts interleave).
     assert result.tpot_s == pytest.approx((0.72192 - (0.01 + 4992e-5 + 0.015)) / 127)
@@ -75,3 +79,43 @@ def test_vllm_step_budget_follows_device_memory() -> None:
     # max_num_seqs: 256 below 70 GiB, 1024 from 70 GiB
     assert engine_defaults("vllm", 24 * GiB).max_sequences == 256
     assert engine_defaults("vllm", 80e9).max_sequences == 1024
+
+
+def _staggered_costs() -> Costs:
+    # a decode step of B: 10 ms + 0.1 ms per sequence; one 256-token prompt alone: 30 ms;
+    # 2 ms of API-server work per request.
+    return Costs(
+        step_seconds=lambda batch: 0.010 + 0.0001 * batch,
+        prefill_seconds_per_token=1e-4,
+        single_prefill_seconds=0.030,
+        compute_bound_at=lambda batch: False,
+        chunk_tokens=2048,
+        request_overhead_s=0.002,
+    )
+
+
+def test_a_desynchronised_closed_loop_pays_half_a_step_its_prompt_and_the_running_decodes() -> None:
+    # batch 16: step(16) = 11.6 ms, step(1) = 10.1 ms:
+    # 11.6 / 2 + 30 + (11.6 - 10.1) = 5.8 + 30 + 1.5 = 37.3 ms, + 2 ms API server = 39.3 ms.
+    assert staggered_ttft_seconds(16, 0.030, 0.0116, 0.0101) == pytest.approx(0.0373)
+    assert staggered_ttft_seconds(1, 0.030, 0.0101, 0.0101) == pytest.approx(0.030)
+    result = estimate_serving(16, 64, 256, 128, _staggered_costs())
+    assert result.ttft_s == pytest.approx(0.0393)
+    # The wave: 16 x 256 = 4096 tokens in steps of 2048 -> min(4096, 8.5 x 256 + 1024 = 3200);
+    # 30 ms + (3200 - 256) x 0.1 ms + 2 steps x 11.6 ms + 2 ms = 349.6 ms.
+    assert result.ttft_wave_s == pytest.approx(0.3496)
+
+
+def test_queued_requests_keep_the_wave_and_the_queue_wait() -> None:
+    result = estimate_serving(128, 16, 256, 128, _staggered_costs())
+    assert result.queue_wait_s > 0
+    assert result.ttft_s == pytest.approx(result.ttft_wave_s)
+
+
+def test_a_benchmark_mean_holds_its_first_wave() -> None:
+    """300 prompts at concurrency 16: 16 arrive together, the other 284 staggered."""
+    result = estimate_serving(16, 64, 256, 128, _staggered_costs())
+    mean = benchmark_ttft_seconds(result, "staggered", 300, "mean")
+    assert mean == pytest.approx(16 / 300 * 0.3496 + 284 / 300 * 0.0393)
+    assert benchmark_ttft_seconds(result, "staggered", 300, "median") == pytest.approx(0.0393)
+    assert benchmark_ttft_seconds(result, "wave", 300, "median") == pytest.approx(0.3496)

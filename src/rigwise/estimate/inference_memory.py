@@ -56,6 +56,7 @@ class EngineOverheads:
     pipelined_serving: bool  # pipeline stages work on different micro-batches at once
     source: str
     step_overhead_s: float = 0.0  # per decode step: host scheduling, sampling, output handling
+    request_overhead_s: float = 0.0  # per request, once: API server (HTTP, tokenise, stream)
 
 
 def best_row(file: str, **keys: str) -> dict[str, str]:
@@ -83,6 +84,7 @@ def engine_overheads(engine: str, klass: str) -> EngineOverheads:
         pipelined_serving=row["pipelined_serving"].lower() == "true",
         source=row["source"],
         step_overhead_s=float(row.get("step_overhead_us") or 0.0) * 1e-6,
+        request_overhead_s=float(row.get("request_overhead_ms") or 0.0) * 1e-3,
     )
 
 

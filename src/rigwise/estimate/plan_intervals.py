@@ -140,8 +140,9 @@ def add_inference_intervals(data: dict[str, Any]) -> dict[str, Any]:
     if (r := found["ttft"]) is not None:
         if data.get("ttft_s") is not None:
             data["ttft_s_interval"] = r.time(data["ttft_s"])
-        if serving and serving.get("ttft_s") is not None:
-            _set(serving, "ttft_s", r.time(serving["ttft_s"]))
+        for name in ("ttft_s", "ttft_wave_s"):
+            if serving and serving.get(name) is not None:
+                _set(serving, name, r.time(serving[name]))
     if (r := found["memory"]) and data.get("memory"):
         _set(data["memory"], "total_bytes", r.rate(data["memory"]["total_bytes"]))
         for device in data["memory"].get("per_device") or []:

@@ -22,7 +22,15 @@ running batch is admitted together and its prompts are prefilled first come, fir
 scheduler steps of ``T`` prompt tokens (vLLM ``max_num_batched_tokens``). Request k has its
 first token at the end of step ceil(k P / T), after min(ceil(k P / T) T, C P) prompt tokens;
 averaged over k that is about min(C P, (C + 1) / 2 P + T / 2) tokens (half a step of rounding),
-so TTFT grows with the prompts ahead, not with one prompt (``wave_ttft_seconds``).
+so TTFT grows with the prompts ahead, not with one prompt (``wave_ttft_seconds``). Such a wave
+persists only while every request has the same length (``--ignore-eos``): the cohorts of one wave
+finish a decode step apart and return together. With real output lengths a closed loop
+desynchronises: a request arrives when another ends, lands in a running step (half a decode step
+on average, none at concurrency 1, whose predecessor has just ended) and is prefilled in the next
+step beside the C - 1 running decodes (``staggered_ttft_seconds``), so its TTFT hardly grows with
+C. That is the ``ttft_s`` a plan reports, the wave being ``ttft_wave_s``; while requests queue
+for a slot the wave (and the queue wait) stays. Both add the engine's per-request API-server work
+(``engine_overheads.csv`` ``request_overhead_ms``: HTTP, tokenisation, streaming).
 """
 
 from __future__ import annotations
@@ -58,7 +66,7 @@ class ServingEstimate:
     aggregate_tokens_per_s: float
     per_user_tokens_per_s: float  # 1 / TPOT: the decode rate one user sees
     tokens_per_s_per_gpu: float
-    ttft_s: float  # queue wait + own (chunked) prefill under load
+    ttft_s: float  # queue wait + own (chunked) prefill under load, arrivals staggered
     tpot_s: float  # time per output token after the first
     queue_wait_s: float
     step_seconds: float
@@ -68,6 +76,7 @@ class ServingEstimate:
     reason: str = ""
     kv_transfer_s: float = 0.0  # disaggregated: prefill -> decode KV cache hand-over per request
     mode: str = "aggregated"  # or "disaggregated"
+    ttft_wave_s: float = 0.0  # TTFT when the running batch arrives together (fixed lengths)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -88,6 +97,7 @@ class ServingEstimate:
             "reason": self.reason,
             "kv_transfer_s": self.kv_transfer_s,
             "mode": self.mode,
+            "ttft_wave_s": self.ttft_wave_s,
         }
 
 
@@ -100,6 +110,7 @@ class Costs:
     single_prefill_seconds: float  # one prompt alone (the batch-1 prefill phase)
     compute_bound_at: Callable[[int], bool]
     chunk_tokens: int = 8192  # tokens per scheduler step (vLLM max_num_batched_tokens)
+    request_overhead_s: float = 0.0  # API-server work per request, once (engine_overheads.csv)
 
 
 def wave_prefill_tokens(admitted: Any, prompt: int, step_tokens: int) -> Any:
@@ -121,6 +132,15 @@ def wave_ttft_seconds(
     tokens = wave_prefill_tokens(admitted, prompt, max(1, budget))
     steps = ceil(tokens / max(1, budget))
     return single_s + (tokens - prompt) * per_token_s + steps * step_s
+
+
+def staggered_ttft_seconds(batch: Any, single_s: float, step_s: Any, step_one_s: float) -> Any:
+    """Time to first token in a desynchronised closed loop of ``batch`` requests: half of the
+    running decode step it lands in (none at batch 1), then one step with its own prompt
+    (``single_s``, prefilled alone) and the batch - 1 running decodes, whose cost is what a step
+    of ``batch`` (``step_s``) adds to a step of one (``step_one_s``). Floats or arrays."""
+    landed = minimum(1.0, as_float(batch) - 1.0)  # 0 alone, 1 once others run
+    return landed * step_s / 2.0 + single_s + maximum(0.0, step_s - step_one_s)
 
 
 def wave_tpot_seconds(cycle_s: Any, ttft_s: Any, step_s: Any, gen: int) -> Any:
@@ -208,6 +228,10 @@ def estimate_serving(
     tpot = float(wave_tpot_seconds(cycle, ttft_service, step, gen))
     in_system = per_replica * gen / aggregate  # Little's law, closed loop of per_replica clients
     wait = max(0.0, in_system - ttft_service - (gen - 1) * tpot) if per_replica > batch else 0.0
+    staggered = float(
+        staggered_ttft_seconds(batch, costs.single_prefill_seconds, step, costs.step_seconds(1))
+    )
+    own = ttft_service if per_replica > batch else staggered  # queued: slots free in waves
     queued = max(0, concurrency - replicas * batch)
     reason = (
         f"{batch} requests run at once per replica (max_batch and KV cache); "
@@ -224,7 +248,7 @@ def estimate_serving(
         aggregate_tokens_per_s=total,
         per_user_tokens_per_s=1.0 / tpot,
         tokens_per_s_per_gpu=total / gpus,
-        ttft_s=wait + ttft_service,
+        ttft_s=wait + own + costs.request_overhead_s,
         tpot_s=tpot,
         queue_wait_s=wait,
         step_seconds=step,
@@ -232,6 +256,7 @@ def estimate_serving(
         replicas=replicas,
         gpus=gpus,
         reason=reason,
+        ttft_wave_s=wait + ttft_service + costs.request_overhead_s,
     )
 
 
@@ -255,6 +280,7 @@ def replica_costs(
         single_prefill_seconds=prefill.seconds,
         compute_bound_at=compute_bound,
         chunk_tokens=step_token_budget(ctx, stages),
+        request_overhead_s=ctx.overheads.request_overhead_s,
     )
 
 

@@ -35,6 +35,7 @@ from rigwise.estimate.inference_memory import MemoryBreakdown, Stage
 from rigwise.estimate.serving import (
     engine_max_batch,
     max_concurrency,
+    staggered_ttft_seconds,
     step_token_budget,
     wave_tpot_seconds,
     wave_ttft_seconds,
@@ -194,9 +195,10 @@ def _aggregated(shape: Shape, network: Link | None, request: SearchRequest) -> d
     dp = request.gpus // shape.gpus
     ttft = wave_ttft_seconds(batch, request.prompt, budget, prefill_s, step)
     tpot = wave_tpot_seconds(cycle, ttft, step, request.gen)
+    staggered = staggered_ttft_seconds(batch, shape.single_prefill_s, step, float(step[0]))
     return {
         "running_batch": batch,
-        "ttft_s": ttft,
+        "ttft_s": staggered + shape.ctx.overheads.request_overhead_s,
         "tpot_s": tpot,
         "tokens_per_s_per_gpu": batch * request.gen / cycle / shape.gpus,
         "tokens_per_s_per_user": 1.0 / tpot,

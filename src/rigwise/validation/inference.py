@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from rigwise.errors import InputError, RigwiseError
+from rigwise.validation.inference_serving import benchmark_ttft_seconds
 from rigwise.validation.stats import (
     NOT_MEASUREMENTS,
     Comparison,
@@ -56,6 +57,11 @@ class Measurement:
     oom: bool = False
     role: str = "independent"
     skip: str = ""  # why this row is not predicted (empty: predict it)
+    arrivals: tuple[str, int, str] = (
+        "",
+        0,
+        "",
+    )  # ttft rows: (wave|staggered, prompts, mean|median)
 
 
 def default_directory() -> Path:
@@ -353,7 +359,7 @@ def validate_inference(
                 f"{m.source}: {m.label}: ran, predicted {plan.verdict}: {plan.reason}"
             )
             continue
-        predicted = _predicted(plan, m.metric)
+        predicted = _predicted(plan, m.metric, m.arrivals)
         if predicted is None or m.measured is None:
             skips.append("no prediction for this metric")
             continue
@@ -385,8 +391,10 @@ def validate_inference(
     )
 
 
-def _predicted(plan: Any, metric: str) -> float | None:
-    if metric in ("ttft", "tpot"):
+def _predicted(plan: Any, metric: str, arrivals: tuple[str, int, str]) -> float | None:
+    if metric == "ttft" and plan.serving:
+        return benchmark_ttft_seconds(plan.serving, *arrivals)
+    if metric == "tpot":
         return getattr(plan.serving, f"{metric}_s") if plan.serving else None
     if metric == "decode":
         return plan.decode.tokens_per_s if plan.decode else None

@@ -36,6 +36,31 @@ def read_public_serving(
             f"{row['output_len']} c{row['concurrency']} {metric}"
         )
         skip = why_hw or why_model or ("" if metric in SERVING_METRICS else f"metric {metric}")
-        yield measurement(
-            source, metric, label, options, float(row["value"]), role=row["role"], skip=skip
+        arrivals = (
+            row.get("arrivals") or "",
+            int(row.get("num_prompts") or 0),
+            row.get("statistic") or "",
         )
+        yield measurement(
+            source,
+            metric,
+            label,
+            options,
+            float(row["value"]),
+            role=row["role"],
+            skip=skip,
+            arrivals=arrivals,
+        )
+
+
+def benchmark_ttft_seconds(serving: Any, arrivals: str, prompts: int, statistic: str) -> float:
+    """The TTFT a closed-loop benchmark of ``prompts`` requests reports. ``wave``: every request
+    has the same length (``--ignore-eos``) or all arrive at once, so each batch arrives together
+    (``ttft_wave_s``); ``staggered``: lengths vary and arrivals desynchronise after the first
+    wave (``ttft_s``). The mean of a staggered run still holds its first wave: ``concurrency``
+    of the ``prompts`` requests arrive together, so mean = (C/N) wave + (1 - C/N) staggered;
+    the median is the staggered figure once N > 2C."""
+    if arrivals == "wave":
+        return float(serving.ttft_wave_s or serving.ttft_s)
+    first = min(1.0, serving.concurrency / prompts) if prompts and statistic == "mean" else 0.0
+    return float(first * serving.ttft_wave_s + (1.0 - first) * serving.ttft_s)
