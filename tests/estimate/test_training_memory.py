@@ -262,3 +262,17 @@ def test_gradients_stay_unsharded_across_microbatches_under_pipelining() -> None
     piped_z1 = state_memory(geo, work, arrays(dp=8, pp=4, zero=1))
     assert float(piped[1][0]) == pytest.approx(float(piped_z1[1][0]))
     assert float(piped[1][0]) == pytest.approx(8 * float(flat[1][0]) / 4, rel=0.05)
+
+
+def test_cut_cross_entropy_keeps_no_logits() -> None:
+    # Wijmans et al. 2024: the loss is computed in on-chip tiles of the output projection, so
+    # the activations are those of a model without vocabulary; a chunked loss keeps 3 bytes.
+    geo, lay = geometry(llama()), arrays(recompute="full", micro_batch=1)
+    fused = Workload(method="lora", seq_len=4096, fused_loss=True)
+    no_vocab = dataclasses.replace(geo, vocab=0)
+    assert float(activation_memory(geo, fused, lay)[0]) == pytest.approx(
+        float(activation_memory(no_vocab, fused, lay)[0])
+    )
+    chunked = dataclasses.replace(fused, fused_loss=False, chunked_loss=True)
+    extra = float(activation_memory(geo, chunked, lay)[0] - activation_memory(geo, fused, lay)[0])
+    assert extra == pytest.approx(4096 * 128256 * 3.0)

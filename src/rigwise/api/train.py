@@ -110,6 +110,7 @@ def _workload(opts: TrainOptions, spec: ModelSpec, gpus: int, seq: int) -> Workl
         optimizer_in_backward=opts.optimizer_in_backward,
         activation_offload=opts.activation_offload,
         chunked_loss=opts.chunked_loss,
+        fused_loss=opts.fused_loss,
         paged_optimizer=paged,
         tokens=tokens,
     )

@@ -92,6 +92,8 @@ class TrainOptions(BaseModel):
     """Activation checkpoints kept in host memory (Unsloth-style)."""
     chunked_loss: bool = False
     """Chunked cross-entropy (no full logits tensor)."""
+    fused_loss: bool = False
+    """Cross-entropy fused with the output projection (Cut Cross-Entropy: no logits kept)."""
     paged_optimizer: bool | None = None
     """Optimizer state paged to host memory (default: on for qlora)."""
     selective_policy: Literal["attention", "op"] = "attention"

@@ -53,6 +53,9 @@ class Workload:
     # Cross-entropy computed over chunks of the sequence (torchtune CEWithChunkedOutputLoss,
     # Unsloth/Liger fused loss): the full fp32 logits are never alive at once.
     chunked_loss: bool = False
+    # Cross-entropy fused with the output projection, computed tile by tile on chip (Cut
+    # Cross-Entropy, Wijmans et al. 2024, arXiv:2411.09009): no logits tensor in GPU memory.
+    fused_loss: bool = False
     # Cross-entropy compiled into fused kernels (torch.compile of the loss; torchtitan does it
     # with training.compile since 2025-04): no fp32 copy of the logits is ever alive.
     compiled_loss: bool = False

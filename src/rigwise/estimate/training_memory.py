@@ -341,6 +341,8 @@ def _layer_terms(
         per_logit = COMPILED_LOGITS_BYTES
     if work.chunked_loss:
         per_logit = CHUNKED_LOGITS_BYTES
+    if work.fused_loss:
+        per_logit = 0.0  # Cut Cross-Entropy: logits live only in on-chip tiles
     logits = tokens * geo.vocab * per_logit / lay.tp
     return per_layer, working, logits
 

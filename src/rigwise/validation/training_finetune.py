@@ -56,14 +56,14 @@ def plan_row(row: Mapping[str, str]) -> Any:
 
 def _stated(row: Mapping[str, str]) -> dict[str, Any]:
     """Settings a row states beyond the common columns (empty: the framework preset's or the
-    default): ``lora_targets`` (``q v`` ...), ``optimizer``, ``chunked_loss``,
+    default): ``lora_targets`` (``q v`` ...), ``optimizer``, ``chunked_loss``, ``fused_loss``,
     ``activation_offload`` (0/1)."""
     stated: dict[str, Any] = {}
     if row.get("lora_targets"):
         stated["lora_targets"] = row["lora_targets"].split()
     if row.get("optimizer"):
         stated["optimizer"] = row["optimizer"]
-    for flag in ("chunked_loss", "activation_offload"):
+    for flag in ("chunked_loss", "fused_loss", "activation_offload"):
         if row.get(flag):
             stated[flag] = row[flag] == "1"
     return stated
