@@ -276,3 +276,27 @@ def test_cut_cross_entropy_keeps_no_logits() -> None:
     chunked = dataclasses.replace(fused, fused_loss=False, chunked_loss=True)
     extra = float(activation_memory(geo, chunked, lay)[0] - activation_memory(geo, fused, lay)[0])
     assert extra == pytest.approx(4096 * 128256 * 3.0)
+
+
+def test_embedding_in_its_own_fsdp_unit_is_resharded_after_the_forward() -> None:
+    # torchtitan PR #1094 wraps tok_embeddings in a unit of its own, resharded after the
+    # forward: the peak keeps only its 1/8 shard. Llama 3.1 8B embedding: 128256 x 4096 =
+    # 525,336,576 bf16 parameters = 1,050,673,152 bytes whole, 131,334,144 as a 1/8 shard.
+    geo, work = geometry(llama()), Workload(method="full", seq_len=8192)
+    lay = arrays(dp=8, zero=3, recompute="full")
+    own = dataclasses.replace(work, embedding_own_unit=True)
+    factors = training_factors("h100-sxm")
+    root = memory_per_gpu(geo, work, lay, factors)
+    split = memory_per_gpu(geo, own, lay, factors)
+    saved = 1_050_673_152 - 131_334_144
+    assert float(root.weights[0] - split.weights[0]) == pytest.approx(saved)
+    # Allocator slack is a fraction of the allocated bytes, so the total saves that share too.
+    slack = 1 + factors.fragmentation_fraction
+    assert float(root.total[0] - split.total[0]) == pytest.approx(saved * slack)
+    # The output head stays in the other unit, kept whole: two blocks and 7/8 of the head.
+    held = float(state_memory(geo, own, lay)[0][0]) - geo.params_total * 2 / 8
+    expected = 2 * geo.layer_params_total() * 2 + geo.head_params * 2 * 7 / 8
+    assert held == pytest.approx(expected, rel=1e-9)
+    # A tied embedding is the head's weight: it stays unsharded with the head.
+    tied = dataclasses.replace(geo, tied=True, head_params=0.0)
+    assert float(state_memory(tied, own, lay)[0][0]) == float(state_memory(tied, work, lay)[0][0])

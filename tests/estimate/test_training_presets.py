@@ -153,10 +153,23 @@ def test_torchtitan_preset_memory_against_its_published_table() -> None:
         seq=8192,
         global_batch=16,
         micro_batch=2,
+        embedding_own_unit=False,  # Dec 2024: the embedding sat in the root unit (PR #1094 later)
     )
     assert plan.layout is not None and plan.layout.zero == 3
     assert plan.layout.recompute == "selective" and plan.memory_per_gpu is not None
     assert plan.memory_per_gpu.total_bytes / 2**30 == pytest.approx(82.4, rel=0.10)
+
+
+def test_torchtitan_preset_reshards_the_embedding_after_the_forward() -> None:
+    """Current torchtitan wraps tok_embeddings in an FSDP unit of its own (PR #1094): against
+    the embedding kept in the root unit, each of 8 GPUs holds the Llama 3.1 8B embedding's 1/8
+    bf16 shard, not all of it: 128256 x 4096 x 2 bytes x 7/8 = 919,339,008 bytes less."""
+    assert framework_settings("torchtitan", "pretrain", 8)["embedding_own_unit"] is True
+    kw = {"model": "llama-3.1-8b", "on": "8x h100-sxm", "framework": "torchtitan", "seq": 8192}
+    own, root = plan_training(**kw), plan_training(**kw, embedding_own_unit=False)
+    assert own.memory_per_gpu is not None and root.memory_per_gpu is not None
+    saved = root.memory_per_gpu.weights_bytes - own.memory_per_gpu.weights_bytes
+    assert saved == pytest.approx(919_339_008)
 
 
 def test_a_preset_zero_stage_on_one_replica_is_a_no_op_not_an_error() -> None:

@@ -111,6 +111,7 @@ def _workload(opts: TrainOptions, spec: ModelSpec, gpus: int, seq: int) -> Workl
         activation_offload=opts.activation_offload,
         chunked_loss=opts.chunked_loss,
         fused_loss=opts.fused_loss,
+        embedding_own_unit=opts.embedding_own_unit,
         paged_optimizer=paged,
         tokens=tokens,
     )

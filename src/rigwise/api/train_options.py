@@ -94,6 +94,8 @@ class TrainOptions(BaseModel):
     """Chunked cross-entropy (no full logits tensor)."""
     fused_loss: bool = False
     """Cross-entropy fused with the output projection (Cut Cross-Entropy: no logits kept)."""
+    embedding_own_unit: bool = False
+    """FSDP wraps the embedding in its own unit, resharded after the forward (torchtitan)."""
     paged_optimizer: bool | None = None
     """Optimizer state paged to host memory (default: on for qlora)."""
     selective_policy: Literal["attention", "op"] = "attention"

@@ -59,6 +59,10 @@ class Workload:
     # Cross-entropy compiled into fused kernels (torch.compile of the loss; torchtitan does it
     # with training.compile since 2025-04): no fp32 copy of the logits is ever alive.
     compiled_loss: bool = False
+    # FSDP wraps the token embedding in a unit of its own, resharded after the forward
+    # (torchtitan since PR #1094, 2025-07-28): only the final norm and output head stay
+    # unsharded between the forward and the backward, not the embedding.
+    embedding_own_unit: bool = False
     # QLoRA's adapter optimizer state paged to host memory under pressure (bitsandbytes
     # paged optimizers; Dettmers et al. 2023 Sec. 3).
     paged_optimizer: bool = False

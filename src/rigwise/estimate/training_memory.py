@@ -126,11 +126,17 @@ def _largest_tensor_params(geo: Geometry, lay: LayoutArrays) -> np.ndarray:
     return biggest / lay.tp.astype(float)
 
 
-def _root_params(geo: Geometry, lay: LayoutArrays) -> np.ndarray:
-    """Parameters of the root FSDP unit on the first stage: the embedding, and the output head
-    when one stage holds both (the transformer blocks are wrapped units of their own)."""
+def _root_params(geo: Geometry, work: Workload, lay: LayoutArrays) -> np.ndarray:
+    """Parameters FSDP keeps unsharded from the forward to the backward outside the blocks:
+    the root unit's on the first stage, the embedding and the output head when one stage holds
+    both (the transformer blocks are wrapped units of their own). An embedding wrapped in its
+    own unit is resharded after its forward (torchtitan PR #1094, ``apply_fsdp``:
+    ``fully_shard(model.tok_embeddings, reshard_after_forward=...)``), so only the head stays;
+    a tied one is the head's weight and stays with it."""
     head = np.where(lay.pp == 1, geo.head_params, 0.0)
-    root: np.ndarray = (geo.embedding_params + head) / lay.tp.astype(float)
+    own_unit = work.embedding_own_unit and not geo.tied
+    embedding = 0.0 if own_unit else geo.embedding_params
+    root: np.ndarray = (embedding + head) / lay.tp.astype(float)
     return root
 
 
@@ -152,7 +158,7 @@ def _unsharded_extra(
     layer = geo.layer_params_total() / lay.tp.astype(float)
     blocks = 2 * layer * WEIGHT_BYTES
     # The root's own shard is already counted with the others (an offloaded one lives on the host).
-    root = _root_params(geo, lay) * WEIGHT_BYTES
+    root = _root_params(geo, work, lay) * WEIGHT_BYTES
     root = root if work.offload == "params" else root * (1.0 - 1.0 / shards)
     weights = np.where(lay.zero >= 3, blocks + root, 0.0)
     head = np.where(lay.pp == 1, geo.head_params, 0.0) / lay.tp.astype(float)
@@ -235,7 +241,7 @@ def _adapter_state(
     gathered = 2 * (geo.layer_params_total() / lay.tp) * per_param
     # The embedding and output head are not quantised (bitsandbytes replaces nn.Linear layers
     # of the blocks only) and stay unsharded in the root unit (``_unsharded_extra``).
-    root = _root_params(geo, lay) * WEIGHT_BYTES
+    root = _root_params(geo, work, lay) * WEIGHT_BYTES
     gathered = gathered + (root if work.offload == "params" else root * (1.0 - 1.0 / shards))
     if qlora:
         gathered = gathered + _dequantised_bytes(geo, lay)

@@ -59,6 +59,8 @@ def _torchtitan_setup(
         float8_scaling=_float8_scaling(techniques),
         compiled_loss=row.get("loss") == "compiled",  # torchtitan from 2025-04 (CSV header)
         chunked_loss=row.get("loss") == "chunked",  # ChunkedCELoss: no full logits tensor
+        # tok_embeddings in an FSDP unit of its own (torchtitan PR #1094; CSV header)
+        embedding_own_unit=row.get("embedding_unit") == "own",
     )
     microbatches = int(assume.get((TORCHTITAN, "pp_microbatches"), "0")) or pp
     mb = max(local // microbatches, 1) if pp > 1 else local
