@@ -114,8 +114,10 @@ def test_held_out_coverage_is_computed_and_near_eighty_percent_overall(
     # serving physics and the 80 %-aimed width factors: 462 / 548 = 84.3 %. After the 11 B200
     # rows (issue #14; rigwise +19 to +50 % on them): 478 / 559 = 85.5 %: B200 has too few
     # devices for a regime of its own, so its over-predicted rows widen the pooled training
-    # range and 16 more held-out A100 rows fall inside it. Upper bound 0.86 until B200 is fixed.
-    assert 0.75 <= covered / rows <= 0.86
+    # range and 16 more held-out A100 rows fall inside it. Then each back-off got its own
+    # unseen factor (past a device class x1.04, past an engine x1.50, instead of the hardest
+    # scheme's x1.70 for both): 447 / 559 = 80.0 %; serving|tensorrt-llm|nvidia-hbm 97 -> 73 %.
+    assert 0.75 <= covered / rows <= 0.85
 
 
 def test_a_device_with_many_rows_weighs_as_much_as_one_with_few() -> None:

@@ -131,3 +131,39 @@ def test_the_eighty_percent_factor_aims_at_eighty_percent_not_above() -> None:
     assert _rank_80([float(i) for i in range(1, 10)]) == 8.0  # 0.8 x 10 = 8: the 8th exactly
     assert _rank_80([1.0, 2.0, 3.0]) == 3.0  # too few cases: the largest
     assert _rank_80([1.0, 2.0, 3.0, math.inf]) == math.inf  # position 4 of 4
+
+
+def test_a_class_back_off_and_an_engine_back_off_get_their_own_factors() -> None:
+    from rigwise.validation.widening import factors
+
+    # llama.cpp on two device classes 0.1 apart, and a second engine 0.5 off both: held out, a
+    # class's rows back off to the other class (same engine), an engine's rows to the other
+    # engine. One factor for both (the largest scheme's, as before) gave the class back-off
+    # the engine's width; each back-off now gets the 80 % point of its own cases
+    vllm = "decode|vllm|nvidia-gddr|quantized|1"
+    rows = [_row(GDDR, f"g{d}", i, 0.0) for d in range(3) for i in range(10)]
+    rows += [_row(LPDDR, f"a{d}", i, 0.1) for d in range(3) for i in range(10)]
+    rows += [_row(vllm, f"v{d}", i, 0.5) for d in range(3) for i in range(10)]
+    fits = {(f.factor, f.metric): f for f in calibrate(rows)}
+    near, far = fits[("unseen-class", "*")], fits[("unseen-engine", "*")]
+    assert near.cases >= 60 and far.cases >= 60  # both kinds of back-off were measured
+    assert 1.0 < near.value < far.value / 2  # 0.1 off a +-0.05 range vs 0.5 off
+    for fit in (near, far):
+        assert fit.covered_chosen / fit.cases >= 0.8 > fit.covered_unwidened / fit.cases
+    # a plan's range takes the factor of the back-off it made
+    table = build_table(
+        [(Regime(*c.regime.split("|")), c.log_residual, c.group, 1, "s") for c in rows
+         if c.regime == GDDR]
+    )  # fmt: skip
+    widen = factors(list(fits.values()), "decode")
+    assert (widen[0], widen[3]) == (near.value, far.value)
+    past_class = interval_for(table, Regime(*LPDDR.split("|")), 1, *widen)
+    past_engine = interval_for(table, Regime(*vllm.split("|")), 1, *widen)
+    assert past_class is not None and past_engine is not None
+    assert f"x{near.value:.2f}" in past_class.notes[0]
+    assert f"x{far.value:.2f}" in past_engine.notes[0]
+    # both ranges come from the same GDDR rows: their log-widths differ by the two factors
+    ratio = math.log(past_engine.high_factor / past_engine.low_factor) / math.log(
+        past_class.high_factor / past_class.low_factor
+    )
+    assert ratio == pytest.approx(far.value / near.value)

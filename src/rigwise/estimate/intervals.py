@@ -226,9 +226,13 @@ def interval_for(
     widen_unseen: float = WIDEN_UNSEEN,
     widen_scale: float = WIDEN_SCALE,
     widen_device: float = WIDEN_DEVICE,
+    widen_engine: float | None = None,
 ) -> Interval | None:
     """The range of the most specific regime with rows, widened where the plan is unlike them
-    (``widen_device``, the calibration for a device not in the rows, applies to every range)."""
+    (``widen_device``, the calibration for a device not in the rows, applies to every range).
+    ``widen_unseen`` widens a range backed off past the device class (same engine),
+    ``widen_engine`` one backed off past the engine too (None: ``widen_unseen``): each kind of
+    back-off has its own calibrated factor (``validation/widening.py``)."""
     for dropped in LEVELS:
         found = table.get(regime.without(dropped).key())
         if found is None:
@@ -237,11 +241,14 @@ def interval_for(
         width = widen_device
         unseen = [name for name in dropped if name in _UNSEEN]
         if unseen:
-            width *= widen_unseen
+            factor = widen_unseen
+            if "engine" in unseen and widen_engine is not None:
+                factor = widen_engine
+            width *= factor
             what = " and ".join(f"{name} {getattr(regime, name)}" for name in unseen)
             notes.append(
                 f"no validated rows for {what}: range from {found.regime.key()} "
-                f"({found.rows} rows), widened x{widen_unseen:.2f}"
+                f"({found.rows} rows), widened x{factor:.2f}"
             )
         beyond = devices > 2 * found.max_devices
         if beyond:
@@ -306,8 +313,22 @@ def reload_widening() -> None:
 
 def packaged_widening(metric: str = ANY) -> tuple[float, float]:
     """(unseen, scale) factors calibrated on held-out coverage for ``metric`` (its own row, else
-    the pooled one); the priors WIDEN_UNSEEN / WIDEN_SCALE where the file has neither."""
-    return _factor("unseen", metric, WIDEN_UNSEEN), _factor("scale", metric, WIDEN_SCALE)
+    the pooled one); the priors WIDEN_UNSEEN / WIDEN_SCALE where the file has neither. unseen
+    is the factor of a range backed off past the device class (``packaged_unseen``)."""
+    return packaged_unseen("class", metric), _factor("scale", metric, WIDEN_SCALE)
+
+
+def packaged_unseen(back_off: str, metric: str = ANY) -> float:
+    """The factor of a range backed off past the device class (``back_off`` 'class') or past
+    the engine ('engine'): its own row for ``metric``, else its pooled row (the same back-off
+    on other metrics: what a back-off needs depends more on the back-off than on the metric),
+    else the unseen factor pooled over both back-offs (the metric's, then '*'), else the prior."""
+    rows = _widening_rows()
+    own = f"unseen-{back_off}"
+    for key in ((own, metric), (own, ANY), ("unseen", metric), ("unseen", ANY)):
+        if key in rows:
+            return rows[key]
+    return WIDEN_UNSEEN
 
 
 def packaged_device_factor(metric: str = ANY) -> float:
@@ -328,4 +349,5 @@ def lookup(regime: Regime, devices: int) -> Interval | None:
         devices,
         *packaged_widening(regime.metric),
         packaged_device_factor(regime.metric),
+        packaged_unseen("engine", regime.metric),
     )

@@ -31,6 +31,7 @@ from rigwise.estimate.intervals import (
     RegimeRange,
     interval_for,
     packaged_device_factor,
+    packaged_unseen,
     packaged_widening,
 )
 from rigwise.validation.intervals import TARGET, in_scope, table_from
@@ -40,7 +41,7 @@ from rigwise.validation.widening import WideningFit, factors, fit_cases, held_ou
 JUDGE_ROWS = 20
 JUDGE_DEVICES = 3
 BAND = 0.05
-Factors = tuple[float, float, float]  # unseen, scale, device
+Factors = tuple[float, float, float, float]  # unseen past class, scale, device, past engine
 
 
 def _inside(table: dict[str, RegimeRange], c: Comparison, widen: Factors) -> bool | None:
@@ -51,7 +52,11 @@ def _inside(table: dict[str, RegimeRange], c: Comparison, widen: Factors) -> boo
 
 
 def _packaged(metric: str) -> Factors:
-    return (*packaged_widening(metric), packaged_device_factor(metric))
+    return (
+        *packaged_widening(metric),
+        packaged_device_factor(metric),
+        packaged_unseen("engine", metric),
+    )
 
 
 def annotate(comparisons: Sequence[Comparison]) -> list[Comparison]:

@@ -9,25 +9,30 @@ enough cases, are measured by leaving rows out and checking them against what is
 * **device** (leave one device out): each device's rows against the table rebuilt without it,
   where the range stays within their device class and engine and scale. Every range of the
   metric is widened by it: a device with few validated neighbours is covered less than 80 %.
-* **unseen** (leave one device out, one device class out, one engine out, pooled): the held-out
-  rows whose range backs off past their device class or engine are the cases.
+* **unseen** (leave one device out, one device class out, one engine out): the held-out rows
+  whose range backs off past their device class or engine are the cases, split by the back-off
+  their range made, as a plan's range is: **unseen-class** (past the device class, within the
+  engine) and **unseen-engine** (past the engine too). Predicting one engine's rows from
+  another's needs far more width than one device class from another; a single pooled factor
+  set by the hardest scheme over-covered every class back-off (serving: 94 % for 80 %).
 * **scale** (leave the larger layouts out): for every device count ``d``, the table is rebuilt
   from the rows on at most ``d / 2`` devices, so each row on ``d`` devices is a scale
   extrapolation.
 
 For each case the log-width factor ``w`` that would just cover it is ``|r - centre| /
 half_width``; unseen and scale cases are divided by their metric's device factor (it applies to
-them too). Per scheme, the factor is the order statistic of those ``w`` at position
-0.8 (n + 1), interpolated (``_rank_80``): a new case needs at most it with probability 80 %
-(rounding the position up, the split-conformal rank, aims at 80 % + up to 1 / (n + 1), which
-over-covers the +-5 % target on the 10-20 cases most metrics have); the chosen factor is the
-largest over the schemes with
-enough cases. Unseen and scale are never below 1 (a fallback range is never narrower than its
-basis); the device factor may be (down to 0.8): where the rows' P10-P90 already covers more
-than 80 % of a new device's rows, it narrows every range to 80 %. Cases where both unseen and
-scale apply are left out of both fits, so each factor is measured alone. The held-out coverage
-report (``validation/coverage.py``) scores a device's rows with factors fitted without its
-cases (``fit_cases(..., without=device)``).
+them too). A factor is the order statistic of its cases' ``w`` at position 0.8 (n + 1),
+interpolated (``_rank_80``): a new case needs at most it with probability 80 % (rounding the
+position up, the split-conformal rank, aims at 80 % + up to 1 / (n + 1), which over-covers the
++-5 % target on the 10-20 cases most metrics have). A back-off's row (unseen-class,
+unseen-engine) is written only with ``_enough`` cases, else a metric's plans use the
+back-off's '*' row, then the unseen factor pooled over both back-offs
+(``estimate.intervals.packaged_unseen``). Unseen and scale are never below 1 (a fallback range
+is never narrower than its basis); the device factor may be (down to 0.8): where the rows'
+P10-P90 already covers more than 80 % of a new device's rows, it narrows every range to 80 %.
+Cases where both unseen and scale apply are left out of both fits, so each factor is measured
+alone. The held-out coverage report (``validation/coverage.py``) scores a device's rows with
+factors fitted without its cases (``fit_cases(..., without=device)``).
 """
 
 from __future__ import annotations
@@ -54,7 +59,9 @@ from rigwise.estimate.intervals import (
 from rigwise.validation.intervals import TARGET, in_scope, table_from
 from rigwise.validation.stats import Comparison
 
+BACK_OFFS = ("class", "engine")  # what an unseen range backed off past (estimate/intervals.py)
 _PRIORS = {"device": WIDEN_DEVICE, "unseen": WIDEN_UNSEEN, "scale": WIDEN_SCALE}
+_PRIORS |= {f"unseen-{b}": WIDEN_UNSEEN for b in BACK_OFFS}
 # The device factor calibrates every range of a metric to 80 % held-out coverage from both
 # sides (over-coverage misses the 80 % +- 5 % target too), within a guard; unseen and scale
 # only ever widen a fallback range.
@@ -64,7 +71,7 @@ Case = tuple[float, str, str, str]  # needed log-width factor, device group, met
 
 @dataclass(frozen=True)
 class WideningFit:
-    factor: str  # device | unseen | scale
+    factor: str  # device | unseen | unseen-class | unseen-engine | scale
     metric: str  # decode, serving, ... or '*' (every metric pooled)
     value: float  # the chosen log-width factor
     prior: float  # the guess it replaces
@@ -167,16 +174,11 @@ def _enough(cases: Sequence[Case]) -> bool:
 
 
 def _fit(name: str, cases: Sequence[Case], metric: str = ANY) -> WideningFit:
-    """The largest of the schemes' 80 % factors (each scheme with enough cases reaches 80 %)."""
+    """The 80 % factor of ``cases`` (``_rank_80``), within its guard (``FLOORS``)."""
     prior = _PRIORS[name]
     needed = [c[0] for c in cases]
-    schemes = {c[3] for c in cases}
-    per_scheme = [[c for c in cases if c[3] == s] for s in sorted(schemes)]
-    ranks = [_rank_80([c[0] for c in p]) for p in per_scheme if _enough(p)]
-    if not ranks and needed:
-        ranks = [_rank_80(needed)]
     # no cases: the prior, and the file says so; the device factor is two-sided (FLOORS)
-    value = max(FLOORS.get(name, 1.0), *ranks) if ranks else prior
+    value = max(FLOORS.get(name, 1.0), _rank_80(needed)) if needed else prior
     return WideningFit(
         factor=name,
         metric=metric,
@@ -190,10 +192,11 @@ def _fit(name: str, cases: Sequence[Case], metric: str = ANY) -> WideningFit:
     )
 
 
-def _fits(name: str, cases: list[Case]) -> list[WideningFit]:
-    """The pooled fit, then one per metric with enough cases (``MIN_ROWS`` from ``MIN_GROUPS``
-    devices): metrics err differently (serving ranges back off further than decode ranges)."""
-    fits = [_fit(name, cases)]
+def _fits(name: str, cases: list[Case], pooled: bool = True) -> list[WideningFit]:
+    """The pooled fit (``pooled``: always, else only with enough cases), then one per metric
+    with enough cases (``MIN_ROWS`` from ``MIN_GROUPS`` devices): metrics err differently
+    (serving ranges back off further than decode ranges)."""
+    fits = [_fit(name, cases)] if pooled or _enough(cases) else []
     for metric in sorted({c[2] for c in cases}):
         mine = [c for c in cases if c[2] == metric]
         if _enough(mine):
@@ -202,16 +205,17 @@ def _fits(name: str, cases: list[Case]) -> list[WideningFit]:
 
 
 def held_out_cases(comparisons: Sequence[Comparison]) -> dict[str, list[Case]]:
-    """The held-out cases of each factor (device, unseen, scale), needed factors unscaled."""
+    """The held-out cases of each factor (device, unseen-class, unseen-engine, scale), needed
+    factors unscaled."""
     rows = [c for c in comparisons if _held_out(c)]
 
     def by_device(f: Interval) -> str | None:
         if f.beyond_scale:
             return None
-        return "unseen" if f.unseen else "device"
+        return _back_off(f) if f.unseen else "device"
 
     def only_unseen(f: Interval) -> str | None:
-        return "unseen" if f.unseen and not f.beyond_scale else None
+        return _back_off(f) if f.unseen and not f.beyond_scale else None
 
     def field(index: int) -> Callable[[Comparison], str]:
         return lambda c: c.regime.split("|")[0] + "|" + c.regime.split("|")[index]
@@ -219,23 +223,30 @@ def held_out_cases(comparisons: Sequence[Comparison]) -> dict[str, list[Case]]:
     device = _cases(rows, lambda c: c.group, by_device, "device")
     classes = _cases(rows, field(2), only_unseen, "class")
     engines = _cases(rows, field(1), only_unseen, "engine")
-    return {
-        "device": device.get("device", []),
-        "unseen": [*device.get("unseen", []), *classes.get("unseen", []),
-                   *engines.get("unseen", [])],
-        "scale": _scale_cases(rows),
-    }  # fmt: skip
+    out = {"device": device.get("device", []), "scale": _scale_cases(rows)}
+    for name in (f"unseen-{b}" for b in BACK_OFFS):
+        out[name] = [*device.get(name, []), *classes.get(name, []), *engines.get(name, [])]
+    return out
+
+
+def _back_off(found: Interval) -> str:
+    """unseen-engine where the range's basis dropped the engine, else unseen-class."""
+    engine = found.basis.split("|")[1]
+    return "unseen-engine" if engine == ANY else "unseen-class"
 
 
 def fit_cases(cases: dict[str, list[Case]], without: str | None = None) -> list[WideningFit]:
-    """Device, unseen and scale factors, pooled and per metric, from ``held_out_cases``;
-    ``without``: leave that device's cases out (held-out coverage scores its rows with
-    factors it did not help set)."""
+    """Device, unseen (pooled and per back-off) and scale factors, pooled and per metric, from
+    ``held_out_cases``; ``without``: leave that device's cases out (held-out coverage scores
+    its rows with factors it did not help set)."""
     mine = {k: [c for c in v if c[1] != without] for k, v in cases.items()}
     device = _fits("device", mine["device"])
     over = {f.metric: f.value for f in device}
-    unseen, scale = _divided(mine["unseen"], over), _divided(mine["scale"], over)
-    return [*device, *_fits("unseen", unseen), *_fits("scale", scale)]
+    levels = {b: _divided(mine[f"unseen-{b}"], over) for b in BACK_OFFS}
+    unseen = [c for b in BACK_OFFS for c in levels[b]]
+    each = [f for b in BACK_OFFS for f in _fits(f"unseen-{b}", levels[b], pooled=False)]
+    scale = _fits("scale", _divided(mine["scale"], over))
+    return [*device, *_fits("unseen", unseen), *each, *scale]
 
 
 def calibrate(comparisons: Sequence[Comparison]) -> list[WideningFit]:
@@ -251,15 +262,24 @@ def _divided(cases: Sequence[Case], device: dict[str, float]) -> list[Case]:
     ]
 
 
-def factors(fits: Sequence[WideningFit], metric: str) -> tuple[float, float, float]:
-    """(unseen, scale, device) for ``metric`` from ``fits``, as ``packaged_widening`` reads the
-    stored file: the metric's own row, else the pooled one, else the prior."""
+def factors(fits: Sequence[WideningFit], metric: str) -> tuple[float, float, float, float]:
+    """(unseen past a device class, scale, device, unseen past an engine) for ``metric`` from
+    ``fits``, in ``interval_for``'s order, read as ``packaged_widening`` / ``packaged_unseen``
+    read the stored file: the metric's own row, else the pooled one, else the prior (a
+    back-off: its metric row, its '*' row, the metric's pooled unseen row, the pooled '*')."""
     found = {(f.factor, f.metric): f.value for f in fits}
 
     def one(name: str) -> float:
         return found.get((name, metric), found.get((name, ANY), _PRIORS[name]))
 
-    return one("unseen"), one("scale"), one("device")
+    def unseen(back_off: str) -> float:
+        own = f"unseen-{back_off}"
+        for key in ((own, metric), (own, ANY), ("unseen", metric), ("unseen", ANY)):
+            if key in found:
+                return found[key]
+        return WIDEN_UNSEEN
+
+    return unseen("class"), one("scale"), one("device"), unseen("engine")
 
 
 def widening_text(fits: Sequence[WideningFit]) -> str:
@@ -268,13 +288,14 @@ def widening_text(fits: Sequence[WideningFit]) -> str:
         "# Log-width factors of the prediction ranges, calibrated on held-out coverage by",
         f"# `rigwise validate intervals --write` on {today} (validation/widening.py):",
         "# device = leave one device out (every range of the metric); unseen = leave one device /",
-        "# device class / engine out, the rows whose range backs off past them (pooled); scale =",
-        "# leave layouts on more than half the devices out; unseen and scale beyond the device",
-        "# factor. value = the largest over those schemes of the 80 % point of a scheme's",
-        "# held-out needed factors (order statistic at 0.8 (n + 1), interpolated),",
-        "# never below 1 (device: 0.8); with no cases, the prior. coverage_* = over all",
-        "# schemes' cases pooled (for unseen and scale, 'unwidened' = with the device factor",
-        "# alone). In-sample: the",
+        "# device class / engine out, the rows whose range backs off past them: unseen-class =",
+        "# ranges backed off past the device class, unseen-engine = past the engine too, unseen =",
+        "# both pooled (a back-off without a row of its own uses it); scale = leave layouts on",
+        "# more than half the devices out; unseen and scale beyond the device factor. value = the",
+        "# 80 % point of the factor's held-out needed factors (order statistic at 0.8 (n + 1),",
+        "# interpolated), never below 1 (device: 0.8); with no cases, the prior. coverage_* =",
+        "# over its cases (for unseen and scale, 'unwidened' = with the device factor alone).",
+        "# In-sample: the",
         "# held-out coverage of plans (validate intervals) scores each device with factors",
         "# fitted without its cases.",
         "# A metric's own row (enough cases from 2+ devices) overrides the pooled '*' row.",
