@@ -14,10 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
+from tests.cli.test_train import run
 
-from rigwise.cli import cli
-from rigwise.cli._common import _answer, _outcome, _parse, run_guarded
+from rigwise.cli._common import _answer, _outcome, _parse
 
 INFER_LINES = [
     {"model": "llama-3.1-8b", "on": "rtx-4090", "levers": False},
@@ -61,21 +60,6 @@ TRAIN_LINES = [
 TIMINGS = ("seconds", "layouts_per_s")
 
 
-def _run(args: list[str]) -> tuple[int, str]:
-    runner = CliRunner()
-    captured: dict[str, object] = {}
-
-    def call() -> object:
-        result = runner.invoke(cli, args, standalone_mode=False, catch_exceptions=False)
-        captured["out"] = result.output
-        if result.exception is not None:
-            raise result.exception
-        return result.return_value
-
-    code = run_guarded(call)
-    return code, str(captured.get("out", ""))
-
-
 def _without_timings(value: Any) -> Any:
     if isinstance(value, dict):
         search = value.get("search")
@@ -109,7 +93,7 @@ def _alone(command: str, lines: list[str]) -> tuple[list[Any], int]:
 def _queries(tmp_path: Path, command: str, lines: list[str]) -> tuple[list[Any], int]:
     path = tmp_path / "queries.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    code, out = _run([command, "--queries", str(path)])
+    code, out = run([command, "--queries", str(path)])
     return [json.loads(line) for line in out.splitlines()], code
 
 
