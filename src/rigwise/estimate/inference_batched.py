@@ -36,7 +36,9 @@ def decode_step_seconds(
     ctx: Context, stages: tuple[Stage, ...], network: Link | None, context: int, batch: int
 ) -> float:
     """One continuous-batching step of ``batch`` sequences (serving): per stage its GEMMs' and
-    its attention's rooflines added (``inference.kernel_rooflines``), plus overheads.
+    its attention's rooflines added (``inference.kernel_rooflines``), plus overheads: the
+    engine's host work per step (``engine_overheads.csv`` ``step_overhead_us``, one sequence)
+    and per further running sequence (``sequence_overhead_us``), on the step's critical path.
 
     Pipelined engines split the batch into one micro-batch per stage and keep every stage
     busy: a stage runs its layers once per micro-batch, so its weights are read ``pp`` times
@@ -53,6 +55,9 @@ def decode_step_seconds(
     hops = hop_seconds(ctx, stages, network, micro)
     hops += (len(stages) - 1) * ctx.overheads.layer_hop_overhead_s
     hops += ctx.overheads.step_overhead_s  # the engine's host work per step, once per step
+    # and per running sequence beyond the first (the step overhead was fitted at batch 1): the
+    # scheduler, input preparation and output processing loop over every sequence of the step
+    hops += (batch - 1) * ctx.overheads.sequence_overhead_s
     step_s: float = len(stages) * functools.reduce(larger, times) if pipelined else sum(times)
     return step_s + hops
 

@@ -57,6 +57,7 @@ class EngineOverheads:
     source: str
     step_overhead_s: float = 0.0  # per decode step: host scheduling, sampling, output handling
     request_overhead_s: float = 0.0  # per request, once: API server (HTTP, tokenise, stream)
+    sequence_overhead_s: float = 0.0  # per step, per running sequence beyond the first: host work
 
 
 def best_row(file: str, **keys: str) -> dict[str, str]:
@@ -85,6 +86,7 @@ def engine_overheads(engine: str, klass: str) -> EngineOverheads:
         source=row["source"],
         step_overhead_s=float(row.get("step_overhead_us") or 0.0) * 1e-6,
         request_overhead_s=float(row.get("request_overhead_ms") or 0.0) * 1e-3,
+        sequence_overhead_s=float(row.get("sequence_overhead_us") or 0.0) * 1e-6,
     )
 
 
