@@ -282,3 +282,25 @@ def test_preset_runs_cover_the_framework_presets_of_issue_14() -> None:
 def test_every_preset_has_a_published_memory_check() -> None:
     checked = {row["framework"] for row in PRESET_RUNS} | CHECKED_ELSEWHERE
     assert set(frameworks()) <= checked
+
+
+def test_megatron_selective_recompute_with_fused_attention_keeps_the_layer() -> None:
+    """Megatron-Core/NeMo selective recompute checkpoints the attention core (recompute_modules
+    ["core_attn"]); fused attention already stores no s^2 scores and the core's inputs Q, K, V
+    stay stored, so the layer keeps 16h + 8f bytes per token as without recompute (the NeMo
+    rows above: 52.4 GiB for GPT-Next 5B either way). torchtitan's per-op SAC recomputes the
+    elementwise ops and keeps less."""
+    kw = {"model": "nemo-gptnext-5b", "on": "8x a100-sxm-80gb", "framework": "nemo", "seq": 2048}
+    kw |= {"tp": 1, "pp": 1, "cp": 1, "ep": 1, "vpp": 1, "dp": 8, "micro_batch": 2}
+    kw |= {"global_batch": 16, "sequence_parallel": False}
+    none = plan_training(**kw, recompute="none")
+    core = plan_training(**kw, recompute="selective")
+    per_op = plan_training(**kw, recompute="selective", selective_policy="op")
+    assert none.memory_per_gpu and core.memory_per_gpu and per_op.memory_per_gpu
+    stored = core.memory_per_gpu.activations_bytes
+    assert stored == pytest.approx(none.memory_per_gpu.activations_bytes)
+    # 24 layers x 4096 tokens x (16h + 8f + an fp32 log-sum-exp per head), plus the logits
+    # (bf16 and fp32 copies, 10 bytes each over the 50304-token padded vocabulary).
+    layers = 24 * 2 * 2048 * (16 * 4096 + 8 * 10880 + 4 * 32)
+    assert stored == pytest.approx(layers + 2 * 2048 * 50304 * 10.0)
+    assert per_op.memory_per_gpu.activations_bytes < 0.7 * stored

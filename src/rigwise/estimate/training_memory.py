@@ -311,15 +311,19 @@ def _mlp_activation_bytes(geo: Geometry) -> float:
 def _selective_bytes_per_token(geo: Geometry, work: Workload, lay: LayoutArrays) -> np.ndarray:
     """Selective recompute (Korthikanti Sec. 4.2) drops the attention-core s^2 terms.
 
-    With fused attention there is no s^2 term; frameworks then recompute the cheap elementwise
-    ops instead (torchtitan op-level SAC), keeping GEMM inputs: QKV/MLP inputs, Q, K, V,
-    attention output, and the down-projection input.
+    Policy "attention" (Megatron-Core/NeMo recompute_modules ["core_attn"]): with fused
+    attention there is no s^2 term to drop, so the layer keeps what it keeps without
+    recompute (the checkpointed core's inputs Q, K, V are kept anyway). Policy "op"
+    (torchtitan per-op SAC) recomputes the cheap elementwise ops instead, keeping GEMM inputs:
+    QKV/MLP inputs, Q, K, V, attention output, and the down-projection input.
     """
     full = activation_bytes_per_token(geo, work, lay)
     if not work.flash_attention:
         drop = (5.0 if work.dropout else 2.0) * geo.heads * work.seq_len / lay.cp / lay.tp
         without_scores: np.ndarray = full - drop
         return without_scores
+    if work.selective_policy != "op":
+        return full
     h, a, k, d, f = geo.hidden, geo.heads, geo.kv_heads, geo.head_dim, geo.ffn
     kept_split = 4.0 * a * d + 4.0 * k * d + 2.0 * f
     kept_replicated = 4.0 * h
