@@ -258,7 +258,9 @@ def test_framework_preset_memory_against_published_runs(row: dict[str, str]) -> 
     tutorials; LitGPT prepare_dataset.md (Falcon 7B, Alpaca cut at 256 tokens,
     max_memory_allocated); axolotl's gpt-oss README (device_mem_reserved, LoRA and full
     fine-tunes); the PEFT docs' HF
-    Trainer runs of Llama-2 70B QLoRA with FSDP and with DeepSpeed ZeRO-3."""
+    Trainer runs of Llama-2 70B QLoRA with FSDP and with DeepSpeed ZeRO-3; NeMo 1.x GPT-Next
+    1B/5B/7B pretraining on a DGX-A100 with the distributed optimizer, selective recompute and
+    TP 1-8 (shjwudp's 2023 memory-estimation post, max_memory_allocated)."""
     plan = plan_row(row)
     assert plan.notes[0].startswith(f"{row['framework']} defaults")
     assert plan.fits and plan.memory_per_gpu is not None
@@ -273,32 +275,10 @@ def test_axolotl_full_fine_tunes_in_pure_bf16() -> None:
 
 
 def test_preset_runs_cover_the_framework_presets_of_issue_14() -> None:
-    wanted = {"torchtune", "litgpt", "axolotl", "hf-trainer", "deepspeed"}
+    wanted = {"torchtune", "litgpt", "axolotl", "hf-trainer", "deepspeed", "nemo"}
     assert {row["framework"] for row in PRESET_RUNS} >= wanted
 
 
-# What was searched for a NeMo (Megatron-Core) peak memory with a stated config, and why each
-# find is unusable (search tool, 2026-11-24; corpora issues, pages, docs, plus the NeMo-RL repo).
-NEMO_SEARCHED = (
-    "NeMo LoRA/SFT/pretrain 'peak memory', 'max_memory_allocated', 'nvidia-smi', 'OOM' with "
-    "TP/PP/micro batch; NeMo-Aligner/NeMo-RL megatron memory; NeMo docs on CPU offloading, "
-    "activation recomputation, mixed precision/FP8; NVIDIA blogs on long-context (CP) "
-    "training and Grace Hopper CPU offloading; papers using NeMo with a memory table. Found: "
-    "NeMo docs and the CPU-offloading/long-context/Grace-Hopper blogs (no measured GB); "
-    "NeMo-RL #366 and #903 and NeMo-Skills #26 (OOM limits or an nvidia-smi during "
-    "validation, no full config); NeMo-RL tests/test_suites mem_gb thresholds (upper "
-    "bounds, not measurements, and they include vLLM); NeMo-RL PR #926 (Nemotron 12B DPO, "
-    "peak allocated 61.66/42.71 GB: the DTensor FSDP2 path, not NeMo's Megatron stack); "
-    "Megatron-Bridge PR #5321 and the NeMo performance summary (reserved); the Llama 2 70B "
-    "LoRA CUDA-graph page (an MLPerf run, reserved, and '~80GB' a bound)"
-)
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="nemo: no published measured peak memory for a stated NeMo config outside "
-    "shared/RESERVED.md (issue #14); searched: " + NEMO_SEARCHED,
-)
 def test_every_preset_has_a_published_memory_check() -> None:
     checked = {row["framework"] for row in PRESET_RUNS} | CHECKED_ELSEWHERE
     assert set(frameworks()) <= checked

@@ -27,6 +27,7 @@ def plan_row(row: Mapping[str, str]) -> Any:
     from rigwise.api.train import plan_training
 
     gpus, mb = int(row["gpus"]), int(row["micro_batch"])
+    tp = int(row.get("tp") or 1)  # tensor parallel without sequence parallelism; empty = 1
     framework = row.get("framework") or None
     return plan_training(
         **_stated(row),
@@ -36,13 +37,13 @@ def plan_row(row: Mapping[str, str]) -> Any:
         framework=framework,
         seq=int(row["seq_len"]),
         micro_batch=mb,
-        global_batch=mb * gpus,
-        tp=1,
+        global_batch=mb * gpus // tp,
+        tp=tp,
         pp=1,
         cp=1,
         ep=1,
         vpp=1,
-        dp=gpus,
+        dp=gpus // tp,
         sequence_parallel=False,
         zero=int(row["zero"]),
         recompute=row["recompute"],
@@ -57,13 +58,13 @@ def plan_row(row: Mapping[str, str]) -> Any:
 def _stated(row: Mapping[str, str]) -> dict[str, Any]:
     """Settings a row states beyond the common columns (empty: the framework preset's or the
     default): ``lora_targets`` (``q v`` ...), ``optimizer``, ``chunked_loss``, ``fused_loss``,
-    ``activation_offload`` (0/1)."""
+    ``activation_offload``, ``flash_attention`` (0/1)."""
     stated: dict[str, Any] = {}
     if row.get("lora_targets"):
         stated["lora_targets"] = row["lora_targets"].split()
     if row.get("optimizer"):
         stated["optimizer"] = row["optimizer"]
-    for flag in ("chunked_loss", "fused_loss", "activation_offload"):
+    for flag in ("chunked_loss", "fused_loss", "activation_offload", "flash_attention"):
         if row.get(flag):
             stated[flag] = row[flag] == "1"
     return stated
