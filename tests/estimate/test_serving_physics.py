@@ -164,3 +164,18 @@ def test_vllm_weight_streaming_and_step_overhead_reproduce_their_two_fit_rows(
     plan = plan_inference(**options, levers=False)
     value = plan.decode.tokens_per_s if metric == "decode" else plan.serving.tpot_s
     assert value == pytest.approx(published, rel=0.01)
+
+
+def test_the_h100_burst_row_cannot_have_run_its_500_requests_in_one_batch() -> None:
+    # vllm_public_serving.csv (kvcached PR #331, vLLM 0.19, H100, Qwen3-0.6B, 500 x 512/128 at
+    # rate inf): mean TPOT 5.45 ms at 94.91 req/s. Reading the KV caches of 500 sequences at
+    # the mean context 512 + 64 takes 2 x 28 layers x 8 heads x 128 x 2 B = 114688 B a token,
+    # x 576 x 500 = 33.0 GB, 9.86 ms at the datasheet's 3.35 TB/s: more than the published
+    # TPOT. So the engine never decoded the 500 at once: the front end admitted them (Little's
+    # law: 94.91 req/s x 127 x 5.45 ms = 66 sequences decoding on average), which rigwise does
+    # not model; that row's TPOT stays a miss (see engine_overheads.csv vllm notes).
+    kv_bytes = load_model("qwen3-0.6b").kv_cache_bytes(576, "bf16") * 500
+    assert kv_bytes == 114688 * 576 * 500
+    seconds = kv_bytes / get_accelerator("h100-sxm").memory_bandwidth_bytes_per_s
+    assert seconds == pytest.approx(9.86e-3, rel=1e-3)
+    assert seconds > 5.45e-3
