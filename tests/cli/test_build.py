@@ -158,6 +158,14 @@ def test_nas_sizing(capsys: pytest.CaptureFixture[str]) -> None:
     assert data["usable_bytes"] == pytest.approx(data["raw_bytes"] / 2)
 
 
+def test_nas_read_takes_a_rate_and_refuses_text(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["build", "-", "--nas-dataset", "40TB", "--raid", "raid10", "--json"]
+    code, out, _ = run(capsys, *args, "--nas-read", "5GB/s")
+    assert code == 0 and json.loads(out)["read_bytes_per_s"] >= 5e9
+    code, out, _ = run(capsys, *args, "--nas-read", "fast")
+    assert code == 2 and "'fast'" in json.loads(out)["error"]
+
+
 def test_unknown_model_is_bad_input_not_infeasible(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "build", "llama-9-700b", "--task", "infer")
     assert code == 2

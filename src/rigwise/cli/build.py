@@ -133,7 +133,9 @@ def _print_check(data: dict[str, Any]) -> None:
 @click.option("--against", default=None, help="A single machine to compare the pool with.")
 @click.option("--quant", default=None, help="Weight format for --pool-on.")
 @click.option("--nas-dataset", default=None, help="Size a NAS node for this dataset, e.g. 40TB.")
-@click.option("--nas-read", default="1GB", help="Read throughput the NAS must give per second.")
+@click.option(
+    "--nas-read", default="1GB/s", help="Read throughput the NAS must give, e.g. 2GB/s (or 2GB)."
+)
 @click.option(
     "--raid",
     type=click.Choice(["raid6", "raid10"]),
@@ -196,7 +198,7 @@ def _nas(options: dict[str, Any]) -> int:
 
     plan = plan_storage(
         parse_bytes(options["nas_dataset"]),
-        parse_bytes(options["nas_read"]),
+        parse_bytes(str(options["nas_read"]).removesuffix("/s")),  # a rate: bytes per second
         level=options["raid"],
         drive=options["drive"],
         used=not options["new"],
