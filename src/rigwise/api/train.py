@@ -18,7 +18,7 @@ from rigwise.api._lookup import cached_cluster, cached_model
 from rigwise.api.train_options import TrainOptions
 from rigwise.errors import InputError
 from rigwise.estimate.compute import TrainingFactors, training_factors
-from rigwise.estimate.engine_rules import compute_capability
+from rigwise.estimate.engine_rules import compute_capability, meets
 from rigwise.estimate.training import Evaluation, evaluate, plan_from
 from rigwise.estimate.training_layout import (
     Geometry,
@@ -208,13 +208,13 @@ def _check_precision(opts: TrainOptions, accelerator: Accelerator) -> None:
     needs Blackwell's block-scaled MMA (compute capability 10.0+, torchao docs/mxfp8)."""
     if opts.precision != "fp8":
         return
-    if not accelerator.flops.get("fp8"):
+    if not meets(accelerator, "fp8_peak"):
         raise InputError(
             f"{accelerator.id} has no FP8 tensor cores, so --precision fp8 cannot train on it.",
             hint="Use --precision bf16, or an FP8 part (Ada, Hopper, Blackwell, MI300).",
         )
-    capability = compute_capability(accelerator.id)
-    if opts.float8_scaling == "mxfp8" and (capability is None or capability < 10.0):
+    if opts.float8_scaling == "mxfp8" and not meets(accelerator, "cc>=10.0"):
+        capability = compute_capability(accelerator.id)
         raise InputError(
             f"--float8-scaling mxfp8 needs Blackwell block-scaled FP8 (compute capability 10.0+); "
             f"{accelerator.id} has {capability if capability is not None else 'none listed'}.",

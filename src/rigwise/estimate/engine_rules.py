@@ -74,7 +74,10 @@ def compute_capability(accelerator_id: str) -> float | None:
     return None
 
 
-def _meets(accelerator: Accelerator, need: str) -> bool:
+def meets(accelerator: Accelerator, need: str) -> bool:
+    """Whether the device has a hardware requirement of engine_rules.csv's ``value`` column:
+    ``fp8_peak``/``fp4_peak`` (a tensor rate in that format) or ``cc>=X`` (NVIDIA compute
+    capability)."""
     if need in ("fp8_peak", "fp4_peak"):
         return bool(accelerator.flops.get(need.removesuffix("_peak")))
     if need.startswith("cc>="):
@@ -128,7 +131,7 @@ def _quant_violation(
         for r in active
         if r.kind == "quant" and any(fnmatch.fnmatchcase(quant, q) for q in r.quants)
     ]
-    if not matching or any(_meets(accelerator, r.value) for r in matching):
+    if not matching or any(meets(accelerator, r.value) for r in matching):
         return None
     first = matching[0]
     return Violation(
