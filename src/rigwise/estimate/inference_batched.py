@@ -6,8 +6,8 @@ request's prefill and decode), whose per-stage parts these reuse.
 from __future__ import annotations
 
 import functools
-from typing import Any
 
+from rigwise.estimate.elementwise import maximum
 from rigwise.estimate.inference import (
     Context,
     _tp_comm,
@@ -21,15 +21,6 @@ from rigwise.estimate.inference import (
 from rigwise.estimate.inference_memory import Stage
 from rigwise.estimate.inference_moe import expert_gemm_factor
 from rigwise.hardware import Link
-
-
-def larger(a: Any, b: Any) -> Any:
-    """max() for floats, element-wise for arrays (a search passes batches as arrays)."""
-    if isinstance(a, float) and isinstance(b, float):
-        return max(a, b)
-    import numpy as np
-
-    return np.maximum(a, b)
 
 
 def decode_step_seconds(
@@ -58,7 +49,7 @@ def decode_step_seconds(
     # and per running sequence beyond the first (the step overhead was fitted at batch 1): the
     # scheduler, input preparation and output processing loop over every sequence of the step
     hops += (batch - 1) * ctx.overheads.sequence_overhead_s
-    step_s: float = len(stages) * functools.reduce(larger, times) if pipelined else sum(times)
+    step_s: float = len(stages) * functools.reduce(maximum, times) if pipelined else sum(times)
     return step_s + hops
 
 
