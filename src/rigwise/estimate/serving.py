@@ -154,6 +154,16 @@ def prefill_collision_seconds(batch: Any, own_prefill_s: float, cycle_s: Any) ->
     return rho * own_prefill_s / (2.0 * (1.0 - rho))
 
 
+def closed_loop_ttft_seconds(
+    batch: Any, single_s: float, step_s: Any, step_one_s: float, own_prefill_s: float, cycle_s: Any
+) -> Any:
+    """Steady-state time to first token of a desynchronised closed loop (before the engine's
+    per-request overhead): ``staggered_ttft_seconds`` plus ``prefill_collision_seconds``; the
+    planner and the layout search both take it from here. Floats or arrays."""
+    staggered = staggered_ttft_seconds(batch, single_s, step_s, step_one_s)
+    return staggered + prefill_collision_seconds(batch, own_prefill_s, cycle_s)
+
+
 def wave_tpot_seconds(cycle_s: Any, ttft_s: Any, step_s: Any, gen: int) -> Any:
     """Time per output token after the first: a request lives one cycle of its batch (closed
     loop), so what the cycle leaves after its first token is spread over its other tokens
@@ -239,9 +249,9 @@ def estimate_serving(
     tpot = float(wave_tpot_seconds(cycle, ttft_service, step, gen))
     in_system = per_replica * gen / aggregate  # Little's law, closed loop of per_replica clients
     wait = max(0.0, in_system - ttft_service - (gen - 1) * tpot) if per_replica > batch else 0.0
+    one = costs.step_seconds(1)
     staggered = float(
-        staggered_ttft_seconds(batch, costs.single_prefill_seconds, step, costs.step_seconds(1))
-        + prefill_collision_seconds(batch, own_prefill, cycle)
+        closed_loop_ttft_seconds(batch, costs.single_prefill_seconds, step, one, own_prefill, cycle)
     )
     own = ttft_service if per_replica > batch else staggered  # queued: slots free in waves
     queued = max(0, concurrency - replicas * batch)

@@ -33,10 +33,9 @@ from rigwise.estimate.inference_batched import (
 )
 from rigwise.estimate.inference_memory import MemoryBreakdown, Stage
 from rigwise.estimate.serving import (
+    closed_loop_ttft_seconds,
     engine_max_batch,
     max_concurrency,
-    prefill_collision_seconds,
-    staggered_ttft_seconds,
     step_token_budget,
     wave_tpot_seconds,
     wave_ttft_seconds,
@@ -196,8 +195,9 @@ def _aggregated(shape: Shape, network: Link | None, request: SearchRequest) -> d
     dp = request.gpus // shape.gpus
     ttft = wave_ttft_seconds(batch, request.prompt, budget, prefill_s, step)
     tpot = wave_tpot_seconds(cycle, ttft, step, request.gen)
-    staggered = staggered_ttft_seconds(batch, shape.single_prefill_s, step, float(step[0]))
-    staggered = staggered + prefill_collision_seconds(batch, own, cycle)
+    staggered = closed_loop_ttft_seconds(
+        batch, shape.single_prefill_s, step, float(step[0]), own, cycle
+    )
     return {
         "running_batch": batch,
         "ttft_s": staggered + shape.ctx.overheads.request_overhead_s,
