@@ -274,6 +274,22 @@ def harden_numbers(command: click.Command) -> click.Command:
     return command
 
 
+def ranged_rate(value: float, bounds: list[float] | None, unit: str = "tok/s") -> str:
+    """``16.4 tok/s (14.9-17.6)``: a rate and, when there is one, its P10-P90 range (and which
+    side similar rigs measured, when the whole range is on one side)."""
+    from rigwise.estimate.plan_intervals import interval_text
+
+    return f"{value:,.1f} {unit}" + interval_text(bounds, value=value)
+
+
+def ranged_seconds(value: float, bounds: list[float] | None) -> str:
+    """``92.4 ms (70.3 ms-100 ms)``: a time and, when there is one, its P10-P90 range."""
+    from rigwise.estimate.plan_intervals import interval_text
+    from rigwise.units import format_seconds
+
+    return format_seconds(value) + interval_text(bounds, format_seconds, value, time=True)
+
+
 def console() -> Any:
     """A rich console on stdout (imported lazily; rich is a dependency)."""
     from rich.console import Console

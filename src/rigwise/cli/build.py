@@ -7,7 +7,14 @@ from typing import Any
 
 import click
 
-from rigwise.cli._common import EXIT_INFEASIBLE, EXIT_OK, console, print_json
+from rigwise.cli._common import (
+    EXIT_INFEASIBLE,
+    EXIT_OK,
+    console,
+    print_json,
+    ranged_rate,
+    ranged_seconds,
+)
 
 
 def _today(text: str | None) -> dt.date | None:
@@ -242,17 +249,11 @@ def _pool(model: str, options: dict[str, Any]) -> int:
 def _speed_text(opt: dict[str, Any]) -> str:
     """Decode speed, or the training time, with its P10-P90 range (and which side similar
     rigs measured, when the whole range is on one side); an unknown time is "time unknown"."""
-    from rigwise.estimate.plan_intervals import interval_text
-
     decode = opt["decode_tokens_per_s"]
     if decode is not None:
-        ranged = interval_text(opt.get("decode_tokens_per_s_interval"), value=decode)
-        return f"{decode:,.1f} tok/s{ranged}"
+        return ranged_rate(decode, opt.get("decode_tokens_per_s_interval"))
     if opt["time_to_train_s"]:
-        from rigwise.units import format_seconds
-
-        value, bounds = opt["time_to_train_s"], opt.get("time_to_train_s_interval")
-        return format_seconds(value) + interval_text(bounds, format_seconds, value, time=True)
+        return ranged_seconds(opt["time_to_train_s"], opt.get("time_to_train_s_interval"))
     return "time unknown"
 
 

@@ -14,6 +14,8 @@ from rigwise.cli._common import (
     console,
     fail,
     finish,
+    ranged_rate,
+    ranged_seconds,
     rig_option,
 )
 from rigwise.cli._common import run_queries as shared_run_queries
@@ -164,17 +166,7 @@ def _rate(value: float | None, section: dict[str, Any] | None = None, name: str 
     """``16.4 tok/s (14.9-17.6)``: the value and, when the plan has one, its P10-P90 range."""
     if value is None:
         return "-"
-    from rigwise.estimate.plan_intervals import interval_text
-
-    bounds = (section or {}).get(f"{name}_interval")
-    return f"{value:,.1f} tok/s" + interval_text(bounds, value=value)
-
-
-def _seconds(value: float, bounds: list[float] | None) -> str:
-    from rigwise.estimate.plan_intervals import interval_text
-    from rigwise.units import format_seconds
-
-    return format_seconds(value) + interval_text(bounds, format_seconds, value, time=True)
+    return ranged_rate(value, (section or {}).get(f"{name}_interval"))
 
 
 def _latency_line(latency: Any) -> str:
@@ -211,7 +203,7 @@ def render(plan: Any) -> None:
         out.print(
             f"prefill {_rate(plan.prefill.tokens_per_s, data['prefill'], 'tokens_per_s')} "
             f"({plan.prefill.bound}); time to first token "
-            f"{_seconds(plan.prefill.seconds, data.get('ttft_s_interval'))}"
+            f"{ranged_seconds(plan.prefill.seconds, data.get('ttft_s_interval'))}"
         )
         out.print(
             f"decode  {_rate(plan.decode.tokens_per_s, data['decode'], 'tokens_per_s')} "
@@ -267,8 +259,8 @@ def _print_serving(out: Any, plan: Any, data: dict[str, Any]) -> None:
         f"{_rate(s.aggregate_tokens_per_s, ds, 'aggregate_tokens_per_s')} in total, "
         f"{_rate(s.tokens_per_s_per_gpu, ds, 'tokens_per_s_per_gpu')} per GPU, "
         f"{_rate(s.per_user_tokens_per_s, ds, 'per_user_tokens_per_s')} per user; "
-        f"TTFT {_seconds(s.ttft_s, ranged('ttft_s_interval'))}, "
-        f"TPOT {_seconds(s.tpot_s, ranged('tpot_s_interval'))}"
+        f"TTFT {ranged_seconds(s.ttft_s, ranged('ttft_s_interval'))}, "
+        f"TPOT {ranged_seconds(s.tpot_s, ranged('tpot_s_interval'))}"
     )
     if s.reason:
         out.print(f"  {s.reason}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rigwise.cli._common import console, finish
+from rigwise.cli._common import console, finish, ranged_rate, ranged_seconds
 
 SEARCH_KEYS = (
     "model", "on", "nodes", "network", "cluster", "quant", "kv_quant", "prompt", "gen",
@@ -82,18 +82,12 @@ def render_search(found: Any) -> None:
 def _ranged(row: dict[str, Any]) -> str:
     """A best layout's speeds and latencies, each with its P10-P90 range (and which side
     similar rigs measured, when the whole range is on one side)."""
-    from rigwise.estimate.plan_intervals import interval_text
-    from rigwise.units import format_seconds
 
     def rate(name: str, unit: str) -> str:
-        value = row[name]
-        return f"{value:,.1f} {unit}" + interval_text(row.get(f"{name}_interval"), value=value)
+        return ranged_rate(row[name], row.get(f"{name}_interval"), unit)
 
     def time(name: str, label: str) -> str:
-        value, bounds = row[name], row.get(f"{name}_interval")
-        return f"{label} {format_seconds(value)}" + interval_text(
-            bounds, format_seconds, value, time=True
-        )
+        return f"{label} " + ranged_seconds(row[name], row.get(f"{name}_interval"))
 
     parts = [rate("tokens_per_s_per_gpu", "tok/s/GPU"), rate("tokens_per_s_per_user", "tok/s/user")]
     return ", ".join([*parts, time("ttft_s", "TTFT"), time("tpot_s", "TPOT")])
