@@ -115,8 +115,8 @@ def test_a_device_factor_narrows_over_covering_ranges_but_only_to_its_guard() ->
     assert FLOORS["device"] <= fit.value < 1.0  # narrowed: the ranges over-cover
     assert fit.covered_chosen / fit.cases >= 0.8
     # a rank far below 1 stops at the guard; unseen and scale never narrow
-    cases = [(0.1, f"d{i % 5}", "decode", "device") for i in range(50)]
-    cases += [(5.0, "odd", "decode", "device")] * 10
+    cases = [(0.1, f"d{i % 5}", "decode") for i in range(50)]
+    cases += [(5.0, "odd", "decode")] * 10
     assert _fit("device", cases).value == FLOORS["device"] < 1.0
     assert _fit("unseen", cases).value == 1.0 and _fit("scale", cases).value == 1.0
 

@@ -66,7 +66,7 @@ _PRIORS |= {f"unseen-{b}": WIDEN_UNSEEN for b in BACK_OFFS}
 # sides (over-coverage misses the 80 % +- 5 % target too), within a guard; unseen and scale
 # only ever widen a fallback range.
 FLOORS = {"device": 0.8}
-Case = tuple[float, str, str, str]  # needed log-width factor, device group, metric, scheme
+Case = tuple[float, str, str]  # needed log-width factor, device group, metric
 
 
 @dataclass(frozen=True)
@@ -113,9 +113,8 @@ def _cases(
     rows: Sequence[Comparison],
     split: Callable[[Comparison], Any],
     kind: Callable[[Interval], str | None],
-    scheme: str,
 ) -> dict[str, list[Case]]:
-    """(needed factor, group, metric, scheme) of each row against the rows not in its split,
+    """(needed factor, group, metric) of each row against the rows not in its split,
     by the factor ``kind`` says the case measures (None: none)."""
     out: dict[str, list[Case]] = {}
     for part in sorted({split(c) for c in rows}, key=str):
@@ -126,7 +125,7 @@ def _cases(
             found = interval_for(table, Regime(*c.regime.split("|")), c.devices, 1.0, 1.0)
             name = kind(found) if found is not None else None
             if found is not None and name is not None:
-                case = (_needed(found, c.log_residual), c.group, _metric(c), scheme)
+                case = (_needed(found, c.log_residual), c.group, _metric(c))
                 out.setdefault(name, []).append(case)
     return out
 
@@ -149,7 +148,7 @@ def _scale_cases(rows: Sequence[Comparison]) -> list[Case]:
         for c in (c for c in rows if c.devices == devices):
             found = interval_for(table, Regime(*c.regime.split("|")), c.devices, 1.0, 1.0)
             if found is not None and found.beyond_scale and not found.unseen:
-                out.append((_needed(found, c.log_residual), c.group, _metric(c), "scale"))
+                out.append((_needed(found, c.log_residual), c.group, _metric(c)))
     return out
 
 
@@ -220,9 +219,9 @@ def held_out_cases(comparisons: Sequence[Comparison]) -> dict[str, list[Case]]:
     def field(index: int) -> Callable[[Comparison], str]:
         return lambda c: c.regime.split("|")[0] + "|" + c.regime.split("|")[index]
 
-    device = _cases(rows, lambda c: c.group, by_device, "device")
-    classes = _cases(rows, field(2), only_unseen, "class")
-    engines = _cases(rows, field(1), only_unseen, "engine")
+    device = _cases(rows, lambda c: c.group, by_device)
+    classes = _cases(rows, field(2), only_unseen)
+    engines = _cases(rows, field(1), only_unseen)
     out = {"device": device.get("device", []), "scale": _scale_cases(rows)}
     for name in (f"unseen-{b}" for b in BACK_OFFS):
         out[name] = [*device.get(name, []), *classes.get(name, []), *engines.get(name, [])]
@@ -257,8 +256,8 @@ def calibrate(comparisons: Sequence[Comparison]) -> list[WideningFit]:
 def _divided(cases: Sequence[Case], device: dict[str, float]) -> list[Case]:
     """Cases' needed factors beyond the device factor of their metric (it applies to them)."""
     return [
-        (w / device.get(metric, device.get(ANY, WIDEN_DEVICE)), group, metric, scheme)
-        for w, group, metric, scheme in cases
+        (w / device.get(metric, device.get(ANY, WIDEN_DEVICE)), group, metric)
+        for w, group, metric in cases
     ]
 
 
