@@ -44,6 +44,8 @@ _SOURCE_LABELS = {
     "vllm_public_serving": "vLLM public serving posts",
     "transformers_public": "transformers public runs",
     "llamacpp_pr4766": "llama.cpp PR #4766 (Jan 2024 builds)",
+    "gpustack_perflab": "GPUStack perf lab vLLM/SGLang H100",
+    "cloudrift_server_benchmark": "CloudRift server-benchmark vLLM",
 }
 
 

@@ -1,6 +1,9 @@
 """Reader for public serving measurements (vLLM / SGLang benchmark posts): one row per metric,
 ``serving_metric`` one of decode (tokens/s at concurrency 1), serving (output tokens/s), ttft and
-tpot (seconds, means as the benchmarks print them)."""
+tpot (seconds, means as the benchmarks print them). Optional layout columns, read where a file has
+them and the row fills them: ``pipeline_parallel`` (pp), ``replicas`` (dp: engine instances behind
+one load balancer), ``expert_parallel`` (ep), ``max_num_seqs`` (max_batch) and ``kv_cache_dtype``
+(kv_quant), each as the run's command line set it."""
 
 from __future__ import annotations
 
@@ -30,10 +33,11 @@ def read_public_serving(
             prompt=int(row["input_len"]),
             gen=int(row["output_len"]),
             concurrency=int(row["concurrency"]),
+            **_layout(row),
         )
         label = (
-            f"{row['model']} {row['gpu']} TP{row['tensor_parallel']} {row['input_len']}/"
-            f"{row['output_len']} c{row['concurrency']} {metric}"
+            f"{row['model']} {row['gpu']} TP{row['tensor_parallel']}{_layout_label(row)} "
+            f"{row['input_len']}/{row['output_len']} c{row['concurrency']} {metric}"
         )
         skip = why_hw or why_model or ("" if metric in SERVING_METRICS else f"metric {metric}")
         arrivals = (
@@ -51,6 +55,27 @@ def read_public_serving(
             skip=skip,
             arrivals=arrivals,
         )
+
+
+_LAYOUT_COLUMNS = (
+    ("pipeline_parallel", "pp", int),
+    ("replicas", "dp", int),
+    ("expert_parallel", "ep", int),
+    ("max_num_seqs", "max_batch", int),
+    ("kv_cache_dtype", "kv_quant", str),
+)
+
+
+def _layout(row: dict[str, str]) -> dict[str, Any]:
+    """Planner options from the optional layout columns this row fills."""
+    return {key: kind(row[column]) for column, key, kind in _LAYOUT_COLUMNS if row.get(column)}
+
+
+def _layout_label(row: dict[str, str]) -> str:
+    """`` PP4 x2 EP4``: the layout beyond TP, so rows of one file stay apart."""
+    tags = (("pipeline_parallel", "PP"), ("replicas", "x"), ("expert_parallel", "EP"))
+    parts = [f"{tag}{row[col]}" for col, tag in tags if row.get(col) and row[col] != "1"]
+    return "".join(f" {part}" for part in parts)
 
 
 def benchmark_ttft_seconds(serving: Any, arrivals: str, prompts: int, statistic: str) -> float:
