@@ -29,10 +29,9 @@ from typing import Any
 from rigwise.estimate.intervals import (
     Regime,
     RegimeRange,
+    Widths,
     interval_for,
-    packaged_device_factor,
-    packaged_unseen,
-    packaged_widening,
+    packaged_widths,
 )
 from rigwise.validation.intervals import TARGET, in_scope, table_from
 from rigwise.validation.stats import Comparison
@@ -41,22 +40,13 @@ from rigwise.validation.widening import WideningFit, factors, fit_cases, held_ou
 JUDGE_ROWS = 20
 JUDGE_DEVICES = 3
 BAND = 0.05
-Factors = tuple[float, float, float, float]  # unseen past class, scale, device, past engine
 
 
-def _inside(table: dict[str, RegimeRange], c: Comparison, widen: Factors) -> bool | None:
-    found = interval_for(table, Regime(*c.regime.split("|")), c.devices, *widen)
+def _inside(table: dict[str, RegimeRange], c: Comparison, widths: Widths) -> bool | None:
+    found = interval_for(table, Regime(*c.regime.split("|")), c.devices, widths)
     if found is None:
         return None
     return found.low_factor <= math.exp(c.log_residual) <= found.high_factor
-
-
-def _packaged(metric: str) -> Factors:
-    return (
-        *packaged_widening(metric),
-        packaged_device_factor(metric),
-        packaged_unseen("engine", metric),
-    )
 
 
 def annotate(comparisons: Sequence[Comparison]) -> list[Comparison]:
@@ -78,7 +68,7 @@ def annotate(comparisons: Sequence[Comparison]) -> list[Comparison]:
                 fits[c.group] = fit_cases(cases, without=c.group)
             inside = _inside(tables[c.group], c, factors(fits[c.group], metric))
         else:
-            inside = _inside(full, c, _packaged(metric))
+            inside = _inside(full, c, packaged_widths(metric))
         out.append(replace(c, inside=inside))
     return out
 
