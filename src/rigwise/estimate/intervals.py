@@ -236,32 +236,47 @@ def level_keys(regime: Regime) -> tuple[str, ...]:
     return tuple(regime.without(dropped).key() for dropped in LEVELS)
 
 
-def build_table(
-    rows: Sequence[tuple[Regime, float, str, int, str]],
-) -> dict[str, RegimeRange]:
+Row = tuple[Regime, float, str, int, str]  # regime, log residual, device group, devices, source
+
+
+def pools_of(rows: Sequence[Row]) -> dict[str, list[Row]]:
+    """The rows of every regime key at every back-off level."""
+    pools: dict[str, list[Row]] = {}
+    for row in rows:
+        for key in level_keys(row[0]):
+            pools.setdefault(key, []).append(row)
+    return pools
+
+
+def range_of(key: str, pool: Sequence[Row]) -> RegimeRange | None:
+    """The range of one regime key from its rows; None below ``MIN_ROWS`` rows from
+    ``MIN_GROUPS`` devices."""
+    groups = {r[2] for r in pool}
+    if len(pool) < MIN_ROWS or len(groups) < MIN_GROUPS:
+        return None
+    q10, q90 = group_bounds([r[1] for r in pool], [r[2] for r in pool])
+    return RegimeRange(
+        regime=Regime(*key.split("|")),
+        rows=len(pool),
+        groups=len(groups),
+        log_q10=q10,
+        log_q90=q90,
+        max_devices=max(r[3] for r in pool),
+        sources="; ".join(sorted({r[4] for r in pool})),
+    )
+
+
+def build_table(rows: Sequence[Row]) -> dict[str, RegimeRange]:
     """Ranges of every regime (at every back-off level) with at least ``MIN_ROWS`` rows.
 
     ``rows``: (regime, log residual ln(measured/predicted) in rate terms, device group,
     devices, source) of independent validation rows.
     """
-    pools: dict[str, list[tuple[Regime, float, str, int, str]]] = {}
-    for row in rows:
-        for key in level_keys(row[0]):
-            pools.setdefault(key, []).append(row)
     table: dict[str, RegimeRange] = {}
-    for key, pool in pools.items():
-        if len(pool) < MIN_ROWS or len({r[2] for r in pool}) < MIN_GROUPS:
-            continue
-        q10, q90 = group_bounds([r[1] for r in pool], [r[2] for r in pool])
-        table[key] = RegimeRange(
-            regime=Regime(*key.split("|")),
-            rows=len(pool),
-            groups=len({r[2] for r in pool}),
-            log_q10=q10,
-            log_q90=q90,
-            max_devices=max(r[3] for r in pool),
-            sources="; ".join(sorted({r[4] for r in pool})),
-        )
+    for key, pool in pools_of(rows).items():
+        found = range_of(key, pool)
+        if found is not None:
+            table[key] = found
     return table
 
 
