@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from rigwise.errors import RigwiseError
-from rigwise.estimate.plan_intervals import decode_range
+from rigwise.estimate.plan_intervals import phase_range
 from rigwise.hardware.nodes import split_count  # the one parser of "2x rtx-3090"
 from rigwise.plans import InferencePlan, Lever
 
@@ -123,7 +123,7 @@ def suggest_levers(
         levers.append(
             Lever(
                 description, change, other.verdict, rate, speedup, fixes, lossy,
-                decode_range(other),
+                phase_range(other, "decode"),
             )
         )  # fmt: skip
     # Fit fixes first; among equals, a lever that keeps the model's quality beats a faster one

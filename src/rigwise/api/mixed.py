@@ -76,9 +76,9 @@ def without_last_card(
     without = _state(other, spec, plan_max_context)
     with_it = _state(plan, spec, plan_max_context)
     text = f"without the {parts[-1]} ({fewer}): {without}; with it: {with_it}"
-    from rigwise.estimate.plan_intervals import decode_range
+    from rigwise.estimate.plan_intervals import phase_range
 
-    interval = decode_range(other)
+    interval = phase_range(other, "decode")
     return Lever(text, {"on": fewer}, other.verdict, rate, speedup, False, False, interval)
 
 

@@ -175,12 +175,19 @@ def plan_training(options: TrainOptions | None = None, /, **fields: object) -> T
     With ``framework`` the framework's defaults (``catalog/data/training_frameworks.yaml``)
     fill every option not given explicitly. When the default layout does not fit and some
     layout flags are free, the layout is searched instead (a note says so)."""
-    setup, notes = prepared(options, fields)
+    return planned(*prepared(options, fields))
+
+
+def planned(setup: _Setup, notes: Notes) -> TrainingPlan:
+    """The plan of prepared options (``prepared``), its preparation's ``notes`` in front."""
     if setup.opts.seq == "max":
-        plan = _longest_seq(setup)
-    else:
-        plan = _plan(setup, setup.workload(setup.opts.seq))
-    return replace(plan, notes=notes + plan.notes)
+        return noted(_longest_seq(setup), *notes)
+    return noted(_plan(setup, setup.workload(setup.opts.seq)), *notes)
+
+
+def noted(plan: TrainingPlan, *notes: str) -> TrainingPlan:
+    """``plan`` with ``notes`` in front of its own."""
+    return replace(plan, notes=(*notes, *plan.notes)) if notes else plan
 
 
 def prepared(options: TrainOptions | None, fields: Mapping[str, object]) -> tuple[_Setup, Notes]:
@@ -312,7 +319,7 @@ def continued(
     needs = plan.reason.split(" (")[0]
     note = f"the default layout ({layout}) does not fit ({needs}); searched {tried} layouts"
     note += f" over {', '.join(free)} instead"
-    return replace(found, notes=(note, *found.notes))
+    return noted(found, note)
 
 
 def _longest_seq(setup: _Setup) -> TrainingPlan:
@@ -329,8 +336,7 @@ def _longest_seq(setup: _Setup) -> TrainingPlan:
     if not plan.fits:
         return replace(plan, reason=f"not even {SEQ_STEP} tokens fit: {plan.reason}")
     limit = "the model's context" if seq + SEQ_STEP > context else f"{seq + SEQ_STEP} does not"
-    note = f"longest sequence that fits: {seq} tokens ({limit})"
-    return replace(plan, notes=(note, *plan.notes))
+    return noted(plan, f"longest sequence that fits: {seq} tokens ({limit})")
 
 
 def _single(setup: _Setup, work: Workload) -> TrainingPlan:
