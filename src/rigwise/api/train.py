@@ -10,14 +10,13 @@ The options class itself is ``rigwise.api.train_options`` (one documented field 
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
-from rigwise.api._lookup import cached_cluster, cached_model
+from rigwise.api._lookup import cached_cluster, cached_geometry, cached_model
 from rigwise.api.train_options import TrainOptions
 from rigwise.errors import InputError
-from rigwise.estimate.compute import TrainingFactors, training_factors
+from rigwise.estimate.compute import TrainingFactors, catalog_training_factors, training_factors
 from rigwise.estimate.engine_rules import compute_capability, meets
 from rigwise.estimate.training import Evaluation, evaluate, plan_from
 from rigwise.estimate.training_layout import (
@@ -25,7 +24,6 @@ from rigwise.estimate.training_layout import (
     Layout,
     LayoutArrays,
     Workload,
-    geometry,
 )
 from rigwise.estimate.training_presets import framework_settings
 from rigwise.estimate.training_step import Fabric
@@ -195,7 +193,7 @@ def prepared(options: TrainOptions | None, fields: Mapping[str, object]) -> tupl
     and the note saying which defaults a framework filled in."""
     given = _given(options, fields)
     opts = options if options is not None and not fields else _validated(given)
-    spec = _model(opts.model)
+    spec, geo = _model(opts.model), cached_geometry(opts.model)
     cluster = _cluster(opts.on, opts.nodes, opts.network, opts.cluster)
     fabric = fabric_of(cluster, opts.power_limit)
     gpus = cluster.accelerator_count
@@ -207,7 +205,7 @@ def prepared(options: TrainOptions | None, fields: Mapping[str, object]) -> tupl
         notes = (f"{opts.framework} defaults: {applied or 'none needed'}",)
     _check_precision(opts, fabric.accelerator)
     factors = _factors(fabric.accelerator.id, opts.calibration)
-    return _Setup(opts, spec, _geometry(spec), fabric, factors, gpus), notes
+    return _Setup(opts, spec, geo, fabric, factors, gpus), notes
 
 
 def _check_precision(opts: TrainOptions, accelerator: Accelerator) -> None:
@@ -233,25 +231,7 @@ def _factors(accelerator_id: str, calibration: Mapping[str, float] | None) -> Tr
     """The catalog's factors are read once per device (a sweep asks thousands of times)."""
     if calibration:
         return training_factors(accelerator_id, calibration)
-    return _catalog_factors(accelerator_id)
-
-
-@functools.lru_cache(maxsize=256)
-def _catalog_factors(accelerator_id: str) -> TrainingFactors:
-    return training_factors(accelerator_id, None)
-
-
-def _geometry(spec: ModelSpec) -> Geometry:
-    """``geometry(spec)``, once per model object (the cached lookups hand out the same one)."""
-    found = _GEOMETRIES.get(id(spec))
-    if found is None or found[0] is not spec:
-        if len(_GEOMETRIES) > 1024:
-            _GEOMETRIES.clear()
-        found = _GEOMETRIES[id(spec)] = (spec, geometry(spec))
-    return found[1]
-
-
-_GEOMETRIES: dict[int, tuple[ModelSpec, Geometry]] = {}
+    return catalog_training_factors(accelerator_id)
 
 
 @dataclass(frozen=True)
