@@ -59,7 +59,11 @@ def benchmark_ttft_seconds(serving: Any, arrivals: str, prompts: int, statistic:
     (``ttft_wave_s``); ``staggered``: lengths vary and arrivals desynchronise after the first
     wave (``ttft_s``). The mean of a staggered run still holds its first wave: ``concurrency``
     of the ``prompts`` requests arrive together, so mean = (C/N) wave + (1 - C/N) staggered;
-    the median is the staggered figure once N > 2C."""
+    the median is the staggered figure once N > 2C. A wave of no more prompts than clients is
+    one burst (request rate inf, one request each): its mean is ``ttft_burst_s``, the requests
+    beyond the running batch waiting their turn once, not the steady queue of a closed loop."""
+    if arrivals == "wave" and prompts and prompts <= serving.concurrency and statistic == "mean":
+        return float(serving.ttft_burst_s or serving.ttft_wave_s or serving.ttft_s)
     if arrivals == "wave":
         return float(serving.ttft_wave_s or serving.ttft_s)
     first = min(1.0, serving.concurrency / prompts) if prompts and statistic == "mean" else 0.0
