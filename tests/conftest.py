@@ -4,6 +4,7 @@ PyTorch imports, ``browser`` only where Chromium is installed; everything else r
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -23,11 +24,10 @@ def _has_nvidia_gpu() -> bool:
 
 
 def _has_torch() -> bool:
-    try:
-        import torch  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    """PyTorch is installed: a module with a file, not the namespace package that a ``torch/``
+    folder left behind by ``pip uninstall torch`` (bytecode written into it) imports as."""
+    spec = importlib.util.find_spec("torch")
+    return spec is not None and spec.origin not in (None, "namespace")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
 from rigwise.bench import llm
 from rigwise.bench.tasks import Device
+from rigwise.errors import ProbeError
 from rigwise.hardware import get_accelerator
 from rigwise.models import load_model
 
@@ -90,3 +93,22 @@ def test_shape_replace_is_frozen() -> None:
     spec = load_model(llm.DEFAULT_CPU_MODEL)
     shape = llm.shape_for(spec, "cpu", None, 4)
     assert replace(shape, num_layers=1).num_layers == 1
+
+
+def test_a_leftover_torch_folder_is_not_taken_for_pytorch(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # `pip uninstall torch` leaves a `torch/` folder when bytecode was written into it; it imports
+    # as a namespace package (no __file__), which must read as "not installed", not fail later.
+    import types
+
+    from rigwise.bench import torch_adapter
+
+    leftover = types.ModuleType("torch")
+    leftover.__path__ = [str(tmp_path / "torch")]
+    monkeypatch.setitem(sys.modules, "torch", leftover)
+    torch, reason = torch_adapter.load_torch()
+    assert torch is None
+    assert reason is not None and str(tmp_path / "torch") in reason
+    with pytest.raises(ProbeError, match="pip install"):
+        torch_adapter.require_torch()

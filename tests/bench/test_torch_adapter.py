@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-torch = pytest.importorskip("torch")
+torch = pytest.importorskip("torch", minversion="2.0")  # a leftover torch/ folder has no version
 
 from rigwise.bench import torch_adapter as ta  # noqa: E402
 from rigwise.bench import torch_llm as tl  # noqa: E402

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -31,13 +32,23 @@ def test_tour_answers_each_question_with_the_public_api(capsys: pytest.CaptureFi
 @pytest.mark.ray_cluster
 @pytest.mark.slow
 @pytest.mark.timeout(1200, method="signal")
-def test_tour_starts_joins_and_stops_a_grid(capsys: pytest.CaptureFixture[str]) -> None:
+def test_tour_starts_joins_and_stops_a_grid(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The tour's grid: up, this machine joins it (a loopback member the grid measures), a
     dataset, then down; no folder (tokens included) and no Ray process of it is left."""
     import tempfile
     from pathlib import Path
 
-    before = set(Path(tempfile.gettempdir()).glob("rigwise-grid-demo-*"))
+    # The folders this tour makes (another tour running at the same time makes its own).
+    made: list[str] = []
+    real_mkdtemp = tempfile.mkdtemp
+
+    def recording_mkdtemp(*args: Any, **kwargs: Any) -> str:
+        made.append(real_mkdtemp(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(tempfile, "mkdtemp", recording_mkdtemp)
     assert main(["demo", "--json"]) == 0
     results = json.loads(capsys.readouterr().out)
     grid = results["grid"]
@@ -46,7 +57,9 @@ def test_tour_starts_joins_and_stops_a_grid(capsys: pytest.CaptureFixture[str]) 
     assert grid["join"]["verification"]["state"] == "passed"
     assert "credential" not in grid["join"] and "ray_token" not in grid["join"]
     assert len(grid["dataset"]["sha256"]) == 64
-    assert set(Path(tempfile.gettempdir()).glob("rigwise-grid-demo-*")) <= before
+    ours = [path for path in made if Path(path).name.startswith("rigwise-grid-demo-")]
+    assert ours, "the tour keeps its grid in a temporary folder"
+    assert [path for path in ours if Path(path).exists()] == []
     import psutil
 
     url = grid["join"]["ray_address"]

@@ -6,6 +6,7 @@ import pytest
 
 from rigwise.api.infer import plan_inference
 from rigwise.api.train import plan_training
+from rigwise.estimate.plan_intervals import phase_range, plan_regime
 from rigwise.serialize import to_jsonable
 
 
@@ -107,3 +108,31 @@ def test_ttft_takes_its_own_range_where_ttft_rows_exist_and_prefill_elsewhere() 
     scale = llama["ttft_s"] / llama["prefill"]["seconds"]
     expected = [b * scale for b in llama["prefill"]["seconds_interval"]]
     assert llama["ttft_s_interval"] == pytest.approx(expected)
+
+
+# The ranges read from a plan object (levers, `rigwise fit`) are the ones its JSON carries.
+@pytest.mark.parametrize(
+    ("model", "on"),
+    [
+        ("llama-3.1-8b", "rtx-4090"),
+        ("llama-3.1-8b", "rtx-3090+rtx-3060"),  # a mixed rig
+        ("qwen2.5-7b", "2x rtx-3090"),
+        ("llama-3.1-8b", "m3-max-40c-128gb"),
+    ],
+)
+def test_phase_range_is_the_json_interval(model: str, on: str) -> None:
+    plan = plan_inference(model=model, on=on, levers=False)
+    data = to_jsonable(plan)
+    assert plan.fits
+    for phase in ("decode", "prefill"):
+        assert phase_range(plan, phase) == data[phase]["tokens_per_s_interval"]
+    found = plan_regime(plan, "decode")
+    assert found is not None
+    assert found[0].key() == data["intervals"]["decode"]["regime"]
+
+
+def test_a_plan_that_does_not_fit_has_no_range() -> None:
+    plan = plan_inference(model="llama-3.1-405b", on="rtx-4090", levers=False)
+    assert not plan.fits
+    assert phase_range(plan, "decode") is None
+    assert phase_range(plan, "prefill") is None

@@ -7,10 +7,14 @@ times with the same names, so the parsed model and cluster are cached per argume
 from __future__ import annotations
 
 import functools
+from typing import TYPE_CHECKING
 
 from rigwise.errors import InputError
 from rigwise.hardware import Cluster
 from rigwise.models import ModelSpec
+
+if TYPE_CHECKING:
+    from rigwise.estimate.training_layout import Geometry
 
 
 @functools.lru_cache(maxsize=256)
@@ -18,6 +22,14 @@ def cached_model(name: str) -> ModelSpec:
     from rigwise.models import load_model
 
     return load_model(name)
+
+
+@functools.lru_cache(maxsize=256)
+def cached_geometry(name: str) -> Geometry:
+    """The training geometry of ``cached_model(name)``, made once per model."""
+    from rigwise.estimate.training_layout import geometry
+
+    return geometry(cached_model(name))
 
 
 @functools.lru_cache(maxsize=256)

@@ -161,43 +161,19 @@ def _context_lever(plan: Planner, base: PlanFields, chosen: InferencePlan, spec:
     return f"--kv-quant {kv}: context up to {plan_max_context(other, spec):,} tokens"
 
 
-def _intervals(
-    result: InferencePlan,
-) -> tuple[tuple[float, float] | None, tuple[float, float] | None]:
-    """The plan's P10-P90 decode and prefill ranges, from the same regime lookup that adds them
-    to a plan's JSON (estimate/plan_intervals.py), without serialising the whole plan."""
-    if not result.fits or result.decode is None or result.prefill is None:
-        return None, None
-    from rigwise.estimate.intervals import lookup
-    from rigwise.estimate.plan_intervals import plan_regime
+def _range(plan: InferencePlan, phase: str) -> tuple[float, float] | None:
+    """The plan's P10-P90 ``phase`` tokens/s, as its JSON has it (estimate/plan_intervals.py)."""
+    from rigwise.estimate.plan_intervals import phase_range
 
-    data = {
-        "engine": result.engine,
-        "quant": result.quant,
-        "memory": {
-            "per_device": [
-                {"accelerator": d.accelerator_id, "count": d.count}
-                for d in result.memory.per_device
-            ]
-        },
-    }
-
-    def band(metric: str, value: float) -> tuple[float, float] | None:
-        found = plan_regime(data, metric)
-        interval = lookup(*found) if found else None
-        if interval is None:
-            return None
-        low, high = interval.rate(value)
-        return float(low), float(high)
-
-    return band("decode", result.decode.tokens_per_s), band("prefill", result.prefill.tokens_per_s)
+    bounds = phase_range(plan, phase)
+    return (float(bounds[0]), float(bounds[1])) if bounds is not None else None
 
 
 def _row(spec: ModelSpec, use: _Use, status: str, result: InferencePlan, lever: str) -> ModelFit:
     decode = result.decode.tokens_per_s if result.decode else None
     prefill = result.prefill.tokens_per_s if result.prefill else None
     fits = status != NO_FIT
-    decode_range, prefill_range = _intervals(result)
+    ranged = result.decode is not None and result.prefill is not None
     return ModelFit(
         model=spec.name,
         uses=use.uses,
@@ -214,8 +190,8 @@ def _row(spec: ModelSpec, use: _Use, status: str, result: InferencePlan, lever: 
         capacity_bytes=result.memory.capacity_bytes,
         lever=lever,
         reason=result.reason,
-        decode_tokens_per_s_interval=decode_range,
-        prefill_tokens_per_s_interval=prefill_range,
+        decode_tokens_per_s_interval=_range(result, "decode") if ranged else None,
+        prefill_tokens_per_s_interval=_range(result, "prefill") if ranged else None,
     )
 
 

@@ -10,14 +10,13 @@ The options class itself is ``rigwise.api.train_options`` (one documented field 
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
-from rigwise.api._lookup import cached_cluster, cached_model
+from rigwise.api._lookup import cached_cluster, cached_geometry, cached_model
 from rigwise.api.train_options import TrainOptions
 from rigwise.errors import InputError
-from rigwise.estimate.compute import TrainingFactors, training_factors
+from rigwise.estimate.compute import TrainingFactors, catalog_training_factors, training_factors
 from rigwise.estimate.engine_rules import compute_capability, meets
 from rigwise.estimate.training import Evaluation, evaluate, plan_from
 from rigwise.estimate.training_layout import (
@@ -25,7 +24,6 @@ from rigwise.estimate.training_layout import (
     Layout,
     LayoutArrays,
     Workload,
-    geometry,
 )
 from rigwise.estimate.training_presets import framework_settings
 from rigwise.estimate.training_step import Fabric
@@ -175,12 +173,19 @@ def plan_training(options: TrainOptions | None = None, /, **fields: object) -> T
     With ``framework`` the framework's defaults (``catalog/data/training_frameworks.yaml``)
     fill every option not given explicitly. When the default layout does not fit and some
     layout flags are free, the layout is searched instead (a note says so)."""
-    setup, notes = prepared(options, fields)
+    return planned(*prepared(options, fields))
+
+
+def planned(setup: _Setup, notes: Notes) -> TrainingPlan:
+    """The plan of prepared options (``prepared``), its preparation's ``notes`` in front."""
     if setup.opts.seq == "max":
-        plan = _longest_seq(setup)
-    else:
-        plan = _plan(setup, setup.workload(setup.opts.seq))
-    return replace(plan, notes=notes + plan.notes)
+        return noted(_longest_seq(setup), *notes)
+    return noted(_plan(setup, setup.workload(setup.opts.seq)), *notes)
+
+
+def noted(plan: TrainingPlan, *notes: str) -> TrainingPlan:
+    """``plan`` with ``notes`` in front of its own."""
+    return replace(plan, notes=(*notes, *plan.notes)) if notes else plan
 
 
 def prepared(options: TrainOptions | None, fields: Mapping[str, object]) -> tuple[_Setup, Notes]:
@@ -188,7 +193,7 @@ def prepared(options: TrainOptions | None, fields: Mapping[str, object]) -> tupl
     and the note saying which defaults a framework filled in."""
     given = _given(options, fields)
     opts = options if options is not None and not fields else _validated(given)
-    spec = _model(opts.model)
+    spec, geo = _model(opts.model), cached_geometry(opts.model)
     cluster = _cluster(opts.on, opts.nodes, opts.network, opts.cluster)
     fabric = fabric_of(cluster, opts.power_limit)
     gpus = cluster.accelerator_count
@@ -200,7 +205,7 @@ def prepared(options: TrainOptions | None, fields: Mapping[str, object]) -> tupl
         notes = (f"{opts.framework} defaults: {applied or 'none needed'}",)
     _check_precision(opts, fabric.accelerator)
     factors = _factors(fabric.accelerator.id, opts.calibration)
-    return _Setup(opts, spec, _geometry(spec), fabric, factors, gpus), notes
+    return _Setup(opts, spec, geo, fabric, factors, gpus), notes
 
 
 def _check_precision(opts: TrainOptions, accelerator: Accelerator) -> None:
@@ -226,25 +231,7 @@ def _factors(accelerator_id: str, calibration: Mapping[str, float] | None) -> Tr
     """The catalog's factors are read once per device (a sweep asks thousands of times)."""
     if calibration:
         return training_factors(accelerator_id, calibration)
-    return _catalog_factors(accelerator_id)
-
-
-@functools.lru_cache(maxsize=256)
-def _catalog_factors(accelerator_id: str) -> TrainingFactors:
-    return training_factors(accelerator_id, None)
-
-
-def _geometry(spec: ModelSpec) -> Geometry:
-    """``geometry(spec)``, once per model object (the cached lookups hand out the same one)."""
-    found = _GEOMETRIES.get(id(spec))
-    if found is None or found[0] is not spec:
-        if len(_GEOMETRIES) > 1024:
-            _GEOMETRIES.clear()
-        found = _GEOMETRIES[id(spec)] = (spec, geometry(spec))
-    return found[1]
-
-
-_GEOMETRIES: dict[int, tuple[ModelSpec, Geometry]] = {}
+    return catalog_training_factors(accelerator_id)
 
 
 @dataclass(frozen=True)
@@ -312,7 +299,7 @@ def continued(
     needs = plan.reason.split(" (")[0]
     note = f"the default layout ({layout}) does not fit ({needs}); searched {tried} layouts"
     note += f" over {', '.join(free)} instead"
-    return replace(found, notes=(note, *found.notes))
+    return noted(found, note)
 
 
 def _longest_seq(setup: _Setup) -> TrainingPlan:
@@ -329,8 +316,7 @@ def _longest_seq(setup: _Setup) -> TrainingPlan:
     if not plan.fits:
         return replace(plan, reason=f"not even {SEQ_STEP} tokens fit: {plan.reason}")
     limit = "the model's context" if seq + SEQ_STEP > context else f"{seq + SEQ_STEP} does not"
-    note = f"longest sequence that fits: {seq} tokens ({limit})"
-    return replace(plan, notes=(note, *plan.notes))
+    return noted(plan, f"longest sequence that fits: {seq} tokens ({limit})")
 
 
 def _single(setup: _Setup, work: Workload) -> TrainingPlan:

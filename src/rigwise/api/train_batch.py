@@ -9,8 +9,8 @@ fall-back to a search when the default layout does not fit, the same notes.
 
 from __future__ import annotations
 
-import functools
-from dataclasses import dataclass, fields, replace
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -23,10 +23,11 @@ from rigwise.api.train import (
     broken_layout_plan,
     continued,
     given_layout,
-    plan_training,
+    noted,
+    planned,
     prepared,
 )
-from rigwise.estimate.training import Evaluation, evaluate
+from rigwise.estimate.training import evaluate
 from rigwise.estimate.training_layout import Layout, LayoutArrays, Workload
 from rigwise.plans import TrainingPlan
 from rigwise.search import SearchResult, prune_rules, search_layouts
@@ -44,7 +45,7 @@ def plan_training_batch(queries: list[dict[str, Any]]) -> list[TrainingPlan | Ex
         try:
             setup, notes = prepared(None, query)
             if setup.opts.seq == "max" or setup.opts.search:
-                results[index] = plan_training(**query)  # searched: no single layout to batch
+                results[index] = planned(setup, notes)  # searched: no single layout to batch
                 continue
             work = setup.workload(setup.opts.seq)
             member = (index, setup, notes, given_layout(setup.opts, work, setup.gpus))
@@ -93,15 +94,16 @@ def _group_plans(
     try:
         return _evaluated_together(members, work, search)
     except Exception:
-        return [(index, _alone(setup, notes, work)) for index, setup, notes, _ in members]
+        return [(index, _noted(notes, partial(_plan, s, work))) for index, s, notes, _ in members]
 
 
-def _alone(setup: _Setup, notes: Notes, work: Workload) -> TrainingPlan | Exception:
+def _noted(notes: Notes, make: Callable[[], TrainingPlan]) -> TrainingPlan | Exception:
+    """The plan ``make`` gives with the query's ``notes`` in front, or what it raised (each
+    query's error is its own answer)."""
     try:
-        plan = _plan(setup, work)
+        return noted(make(), *notes)
     except Exception as exc:
         return exc
-    return replace(plan, notes=notes + plan.notes)
 
 
 def _evaluated_together(
@@ -118,52 +120,18 @@ def _evaluated_together(
         if found is None:
             kept.append(position)
         else:
-            out.append((index, replace(found, notes=notes + found.notes)))
+            out.append((index, noted(found, *notes)))
     if kept:
-        ev = _once(
-            evaluate(first.geo, work, lay.take(_positions(kept)), first.fabric, first.factors)
-        )
+        ev = evaluate(first.geo, work, lay.take(_positions(kept)), first.fabric, first.factors)
         for row, position in enumerate(kept):
             index, setup, notes, _ = members[position]
             plan = setup.plan_at(ev, row, work)
-            out.append((index, _continued(setup, notes, work, plan, search)))
+            out.append((index, _noted(notes, partial(continued, setup, work, plan, search))))
     return out
-
-
-def _computed_once(derived: Any) -> Any:
-    """A property of ``Evaluation`` computed at its first use and then kept."""
-    return functools.cached_property(derived.fget)
-
-
-@dataclass(frozen=True)
-class _Evaluated(Evaluation):
-    """An ``Evaluation`` whose derived arrays are computed once, not once per plan taken
-    from it (``plan_from`` reads a row of each: a group of N plans would compute them N
-    times). The same expressions on the same arrays: the same values."""
-
-    fits = _computed_once(Evaluation.fits)
-    tokens_per_s = _computed_once(Evaluation.tokens_per_s)
-    model_flops_per_gpu = _computed_once(Evaluation.model_flops_per_gpu)
-    mfu = _computed_once(Evaluation.mfu)
-    hfu = _computed_once(Evaluation.hfu)
-
-
-def _once(ev: Evaluation) -> Evaluation:
-    return _Evaluated(**{f.name: getattr(ev, f.name) for f in fields(ev)})
 
 
 def _positions(kept: list[int]) -> np.ndarray:
     return np.asarray(kept, dtype=np.int64)
-
-
-def _continued(
-    setup: _Setup, notes: Notes, work: Workload, plan: TrainingPlan, search: Search
-) -> TrainingPlan | Exception:
-    try:
-        found = continued(setup, work, plan, search)
-    except Exception as exc:
-        return exc
-    return replace(found, notes=notes + found.notes)
 
 
 __all__ = ["plan_training_batch"]

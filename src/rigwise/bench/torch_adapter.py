@@ -22,6 +22,9 @@ def load_torch() -> tuple[Any | None, str | None]:
         import torch
     except ImportError:
         return None, "PyTorch is not installed (pip install 'rigwise[torch]')"
+    if getattr(torch, "__file__", None) is None:  # a leftover folder, not an install
+        where = next(iter(torch.__path__))
+        return None, f"only a leftover 'torch' folder is at {where} (pip install torch)"
     return torch, None
 
 

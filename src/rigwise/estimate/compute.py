@@ -12,6 +12,7 @@ idle); ``d_half`` is fitted once across runs, not per row.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
@@ -108,6 +109,14 @@ def training_factors(
     for kind in list(bus):
         bus[kind] = float(calibration.get(f"bus_efficiency_{kind}", bus[kind]))
     return TrainingFactors(bus_efficiency_by_kind=bus, **values)
+
+
+@functools.lru_cache(maxsize=256)
+def catalog_training_factors(accelerator_id: str) -> TrainingFactors:
+    """``training_factors`` without calibration, read once per device: the training planner
+    and the MoE prefill estimate ask for the same device's factors thousands of times in a
+    sweep (the object is shared: frozen, never changed)."""
+    return training_factors(accelerator_id)
 
 
 def _link_kinds(rows: dict[str, list[dict[str, str]]]) -> list[str]:

@@ -12,22 +12,8 @@ models' shapes, where the curve is near 1), so only the expert share of the FLOP
 
 from __future__ import annotations
 
-import functools
-from typing import TYPE_CHECKING
-
 from rigwise.estimate.inference_memory import Stage, routed_expert_matrices
 from rigwise.models import ModelSpec
-
-if TYPE_CHECKING:
-    from rigwise.estimate.compute import TrainingFactors
-
-
-@functools.cache
-def _factors_for(accelerator_id: str) -> TrainingFactors:
-    # here, not at the top: only an MoE plan needs the training factors (start-up of a dense one)
-    from rigwise.estimate.compute import training_factors
-
-    return training_factors(accelerator_id)
 
 
 def routed_expert_flops_per_token(spec: ModelSpec) -> float:
@@ -56,9 +42,10 @@ def expert_gemm_factor(spec: ModelSpec, stage: Stage, tokens: int, matmul_flops:
     expert = routed_expert_flops_per_token(spec)
     if expert <= 0 or matmul_flops <= 0:
         return 1.0
-    from rigwise.estimate.compute import shape_efficiency
+    # here, not at the top: only an MoE plan needs the training factors (start-up of a dense one)
+    from rigwise.estimate.compute import catalog_training_factors, shape_efficiency
 
-    factors = _factors_for(stage.accelerator.id)
+    factors = catalog_training_factors(stage.accelerator.id)
     shape = float(shape_efficiency(expert_smallest_dim(spec, stage, tokens), factors))
     share = min(1.0, expert / matmul_flops)
     return 1.0 + share * (1.0 / shape - 1.0)

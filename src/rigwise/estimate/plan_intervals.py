@@ -9,7 +9,8 @@ ranges come from ``estimate/intervals.py`` (a table computed by ``rigwise valida
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+import math
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from rigwise.estimate.intervals import (
@@ -87,23 +88,46 @@ def _memory_interval(devices: int) -> Interval | None:
     )
 
 
-def _devices(data: dict[str, Any]) -> tuple[str, int] | None:
-    """The device class and device count of an inference plan (None: no devices)."""
-    per_device = (data.get("memory") or {}).get("per_device") or []
-    if not per_device:
+def _where(devices: Iterable[tuple[str, int]]) -> tuple[str, int] | None:
+    """The device class and device count of a plan's (accelerator id, count) entries (None: no
+    devices); one class for a plan on one kind, "mixed" otherwise."""
+    classes, count, entries = set(), 0, 0
+    for accelerator, number in devices:
+        entries += 1
+        count += int(number)
+        if accelerator:
+            classes.add(_device_class_of(accelerator))
+    if not entries:
         return None
-    classes = {_device_class_of(d["accelerator"]) for d in per_device if d.get("accelerator")}
-    device_class = classes.pop() if len(classes) == 1 else "mixed"
-    return device_class, sum(int(d.get("count", 1)) for d in per_device)
+    return (classes.pop() if len(classes) == 1 else "mixed"), count
 
 
-def plan_regime(data: dict[str, Any], metric: str) -> tuple[Regime, int] | None:
-    """The regime of an inference plan's ``metric`` and its device count (None: no devices)."""
-    found = _devices(data)
+def _devices(data: dict[str, Any]) -> tuple[str, int] | None:
+    """The device class and device count of an inference plan's JSON (None: no devices)."""
+    per_device = (data.get("memory") or {}).get("per_device") or ()
+    return _where((d.get("accelerator") or "", d.get("count", 1)) for d in per_device)
+
+
+def plan_regime(plan: Any, metric: str) -> tuple[Regime, int] | None:
+    """The regime of an ``InferencePlan``'s ``metric`` and its device count (None: no devices),
+    read from the plan object (the JSON's ranges come from the same regimes)."""
+    found = _where((d.accelerator_id, d.count) for d in plan.memory.per_device)
     if found is None:
         return None
     device_class, devices = found
-    return inference_regime(metric, data["engine"], device_class, data["quant"], devices), devices
+    return inference_regime(metric, plan.engine, device_class, plan.quant, devices), devices
+
+
+def phase_range(plan: Any, phase: str) -> list[float] | None:
+    """The P10-P90 of a fitting ``InferencePlan``'s ``phase`` ("decode" or "prefill") tokens/s,
+    as its JSON's ``<phase>.tokens_per_s_interval`` has it (the plan's own quant, engine and
+    devices set the regime), without serialising the plan; None when it has none."""
+    section = getattr(plan, phase) if plan.fits else None
+    if section is None or not math.isfinite(section.tokens_per_s):
+        return None
+    found = plan_regime(plan, phase)
+    interval = lookup(*found) if found is not None else None
+    return interval.rate(section.tokens_per_s) if interval is not None else None
 
 
 def add_inference_intervals(data: dict[str, Any]) -> dict[str, Any]:
@@ -204,17 +228,6 @@ def add_search_intervals(
             _set(row, "ttft_s", prefill.time(row["ttft_s"]))
         out.append(row)
     return out
-
-
-def decode_range(plan: Any) -> list[float] | None:
-    """The P10-P90 of a fitting inference ``plan``'s decode tokens/s (a lever's changed plan:
-    its own quant, engine and device count set its regime); None when it has none."""
-    if not getattr(plan, "fits", False) or getattr(plan, "decode", None) is None:
-        return None
-    from rigwise.serialize import to_jsonable
-
-    data = to_jsonable(plan)
-    return ((data or {}).get("decode") or {}).get("tokens_per_s_interval")
 
 
 def add_training_intervals(data: dict[str, Any]) -> dict[str, Any]:

@@ -8,6 +8,7 @@ recompute; HFU counts what the hardware executes, recompute included.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,7 +30,9 @@ MEMORY_KEYS = ("weights_bytes", "gradients_bytes", "optimizer_bytes", "activatio
 
 @dataclass(frozen=True)
 class Evaluation:
-    """Scores of many layouts (arrays aligned with the ``LayoutArrays`` given)."""
+    """Scores of many layouts (arrays aligned with the ``LayoutArrays`` given). The derived
+    arrays are computed at their first use and kept: ``plan_from`` reads one row of each per
+    plan, and a batch of N plans from one evaluation would otherwise compute them N times."""
 
     layouts: LayoutArrays
     memory: MemoryArrays
@@ -40,32 +43,32 @@ class Evaluation:
     peak_flops: float
     gpus: int
 
-    @property
+    @functools.cached_property
     def gpus_used(self) -> np.ndarray:
         """GPUs each layout occupies (a cost search may leave some idle)."""
         lay = self.layouts
         used: np.ndarray = (lay.tp * lay.pp * lay.dp * lay.cp).astype(float)
         return used
 
-    @property
+    @functools.cached_property
     def fits(self) -> np.ndarray:
         fits: np.ndarray = self.memory.total <= self.capacity_bytes
         return fits
 
-    @property
+    @functools.cached_property
     def tokens_per_s(self) -> np.ndarray:
         return self.tokens_per_step / self.step.seconds
 
-    @property
+    @functools.cached_property
     def model_flops_per_gpu(self) -> np.ndarray:
         per_gpu: np.ndarray = self.tokens_per_s * self.model_flops_per_token / self.gpus_used
         return per_gpu
 
-    @property
+    @functools.cached_property
     def mfu(self) -> np.ndarray:
         return self.model_flops_per_gpu / self.peak_flops
 
-    @property
+    @functools.cached_property
     def hfu(self) -> np.ndarray:
         per_token = self.model_flops_per_token + self.step.recompute_flops_per_token
         return self.mfu * per_token / self.model_flops_per_token

@@ -402,9 +402,8 @@ def _predicted(plan: Any, metric: str, arrivals: tuple[float, int, str]) -> floa
 
 def _comparison(m: Measurement, plan: Any, predicted: float, measured: float) -> Comparison:
     from rigwise.estimate.plan_intervals import plan_regime
-    from rigwise.serialize import to_jsonable
 
-    found = plan_regime(to_jsonable(plan), m.metric)
+    found = plan_regime(plan, m.metric)
     regime, devices = found if found else (None, 1)
     return Comparison(
         m.source,
