@@ -94,7 +94,12 @@ def benchmark_ttft_seconds(serving: Any, share: float, prompts: int, statistic: 
     only the requests that end early (``share``: ``in_phase_share``) leave it and arrive
     desynchronised (``ttft_s``). The mean weighs each cycle's in-phase wave by its size
     (``_wave_weights``); the median is the wave's TTFT when more than half the requests arrive
-    in waves, else the desynchronised one. ``share`` 0 is the first wave alone, 1 waves only."""
+    in waves, else the desynchronised one. ``share`` 0 is the first wave alone, 1 waves only.
+    A wave of no more prompts than clients is one burst (request rate inf, one request each):
+    its mean is ``ttft_burst_s``, the requests beyond the running batch waiting their turn
+    once, not the steady queue of a closed loop."""
+    if share >= 1.0 and 0 < prompts <= serving.concurrency and statistic == "mean":
+        return float(serving.ttft_burst_s or serving.ttft_wave_s or serving.ttft_s)
     wave = float(serving.ttft_wave_s or serving.ttft_s)
     alone = float(serving.ttft_s)
     count, excess = _wave_weights(max(1, int(serving.concurrency)), prompts, share)
