@@ -19,6 +19,7 @@ from rigwise.estimate.power import power_point
 B200_BF16_BURST = 1.41 / 2.25
 B200_FP8_BURST = 2.765 / 4.5
 H100_BURST = 0.78
+B300_BURST = 0.82  # torchao roofline_utils, B300 'From measurement on hardware'
 
 
 @pytest.mark.parametrize(
@@ -36,8 +37,12 @@ def test_b200_gemms_keep_the_h100_share_of_the_burst_rate(
     h100 = training_factors("h100-sxm").matmul_efficiency(precision, scaling)
     if scaling == "mxfp8":  # no H100 MXFP8: the tensorwise share, as the '*' row does
         h100 = training_factors("h100-sxm").matmul_efficiency("fp8", "tensorwise")
-    b200 = training_factors("b200").matmul_efficiency(precision, scaling)
-    assert b200 == pytest.approx(burst * h100 / H100_BURST, abs=0.006)
+    for part in ("b200", "gb200"):  # GB200's GPU is B200 silicon
+        got = training_factors(part).matmul_efficiency(precision, scaling)
+        assert got == pytest.approx(burst * h100 / H100_BURST, abs=0.006)
+    for part in ("b300", "gb300"):
+        got = training_factors(part).matmul_efficiency(precision, scaling)
+        assert got == pytest.approx(B300_BURST * h100 / H100_BURST, abs=0.006)
 
 
 def test_a_power_cap_costs_blackwell_about_in_proportion_and_hopper_its_cube_root() -> None:
