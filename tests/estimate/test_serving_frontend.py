@@ -95,10 +95,10 @@ def test_a_front_end_bound_replica_serves_at_the_cap_and_queues_the_rest() -> No
 
 def test_a_one_shot_burst_is_scored_with_its_burst_ttft() -> None:
     capped = estimate_serving(500, 1024, 512, 128, _costs(FRONTEND_S))
-    burst = benchmark_ttft_seconds(capped, "wave", 500, "mean")
+    burst = benchmark_ttft_seconds(capped, 1.0, 500, "mean")
     assert burst == pytest.approx(capped.ttft_burst_s)
     # more prompts than clients: a closed loop, whose waves keep the queue wait
-    assert benchmark_ttft_seconds(capped, "wave", 2000, "mean") == pytest.approx(capped.ttft_wave_s)
+    assert benchmark_ttft_seconds(capped, 1.0, 2000, "mean") == pytest.approx(capped.ttft_wave_s)
 
 
 @pytest.mark.parametrize("on", ["h100-sxm", "b200"])

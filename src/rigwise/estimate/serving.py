@@ -23,14 +23,16 @@ scheduler steps of ``T`` prompt tokens (vLLM ``max_num_batched_tokens``). Reques
 first token at the end of step ceil(k P / T), after min(ceil(k P / T) T, C P) prompt tokens;
 averaged over k that is about min(C P, (C + 1) / 2 P + T / 2) tokens (half a step of rounding),
 so TTFT grows with the prompts ahead, not with one prompt (``wave_ttft_seconds``). Such a wave
-persists only while every request has the same length (``--ignore-eos``): the cohorts of one wave
-finish a decode step apart and return together. With real output lengths a closed loop
+persists only while every request has the same length (``--ignore-eos``): the cohorts of one
+wave finish a decode step apart and return together; a request that ends early leaves its wave
+for good (a benchmark's mean over both:
+``validation.inference_serving.benchmark_ttft_seconds``). With real output lengths a closed loop
 desynchronises: a request arrives when another ends, lands in a running step (half a decode step
-on average, none at concurrency 1, whose predecessor has just ended) and is prefilled in the next
-step beside the C - 1 running decodes (``staggered_ttft_seconds``), behind any prompts that
-arrived just before it (``prefill_collision_seconds``), so its TTFT grows slowly with C. That
-is the ``ttft_s`` a plan reports, the wave being ``ttft_wave_s``; while requests queue for a
-slot the wave (and the queue wait) stays. Both add the engine's per-request API-server work
+on average, none at concurrency 1, whose predecessor has just ended) and is prefilled in the
+next step beside the C - 1 running decodes (``staggered_ttft_seconds``), behind any prompts that
+arrived just before it (``prefill_collision_seconds``), so its TTFT grows slowly with C. That is
+the ``ttft_s`` a plan reports, the wave being ``ttft_wave_s``; while requests queue for a slot
+the wave (and the queue wait) stays. Both add the engine's per-request API-server work
 (``engine_overheads.csv`` ``request_overhead_ms``: HTTP, tokenisation, streaming).
 """
 
