@@ -115,7 +115,7 @@ def _converter(cls: type) -> Callable[[Any], dict[str, Json]]:
             lines.append(f"    shaped(out, value.{name}, fields[{index}])")
     lines += [f"    out[{name!r}] = to_jsonable(value.{name})" for name in properties]
     lines += ["    finish = finishes.get(cls)", "    return out if finish is None else finish(out)"]
-    scope = {
+    scope: dict[str, Any] = {
         "isfinite": _isfinite,
         "to_jsonable": to_jsonable,
         "shaped": _shaped,
