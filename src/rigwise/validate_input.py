@@ -9,6 +9,7 @@ value and the fix, never a traceback or unbounded work. Numbers are checked wher
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import stat
@@ -19,11 +20,10 @@ from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 
 if TYPE_CHECKING:
     import yaml
-    from pydantic import BaseModel
 
 from rigwise.errors import InputError, shown_value, validation_message
 
-Model = TypeVar("Model", bound="BaseModel")
+Model = TypeVar("Model")
 
 MAX_FILE_BYTES = 4 * 1024 * 1024
 """Largest text file (config, rig, cluster, queries line set) read from a user: 4 MiB."""
@@ -231,17 +231,41 @@ def _first_line(exc: yaml.YAMLError) -> str:
 
 
 def validated(model: type[Model], data: object, where: str, hint: str) -> Model:
-    """``model.model_validate(data)``, or an ``InputError`` naming each bad key, its value and
-    the rule (``errors.validation_message``) with ``hint``: the one way an edge (options,
-    files) turns a pydantic ValidationError into bad input."""
+    """``model.model_validate(data)`` (a pydantic model or an options dataclass), or an
+    ``InputError`` naming each bad key, its value and the rule (``errors.validation_message``)
+    with ``hint``: the one way an edge (options, files) turns a pydantic ValidationError into
+    bad input."""
+    try:
+        result: Model = model.model_validate(data)  # type: ignore[attr-defined]
+    except Exception as exc:
+        error = validation_error(exc, where, hint)
+        if error is None:
+            raise
+        raise error from None
+    return result
+
+
+def validation_error(exc: BaseException, where: str, hint: str | None) -> InputError | None:
+    """The ``InputError`` for a pydantic ``ValidationError`` (None for any other exception).
+    pydantic is not imported to ask: a ValidationError can only come from a loaded pydantic
+    (options dataclasses load it only for values they cannot check themselves)."""
+    if "pydantic" not in sys.modules:
+        return None
     from pydantic import ValidationError
 
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        raise InputError(validation_message(exc, where), hint=hint) from None
+    if not isinstance(exc, ValidationError):
+        return None
+    return InputError(validation_message(exc, where), hint=hint)
 
 
-def merged_options(options: BaseModel | None, fields: Mapping[str, object]) -> dict[str, object]:
-    """The options set explicitly: an options object's set fields, overridden by keywords."""
-    return {**(options.model_dump(exclude_unset=True) if options else {}), **fields}
+def merged_options(options: object | None, fields: Mapping[str, object]) -> dict[str, object]:
+    """The options set explicitly: an options object's set fields (for an options dataclass:
+    those that differ from their defaults), overridden by keywords."""
+    if options is None:
+        return dict(fields)
+    if dataclasses.is_dataclass(options):
+        from rigwise.option_fields import given_fields
+
+        return {**given_fields(options), **fields}
+    dump = options.model_dump(exclude_unset=True)  # type: ignore[attr-defined]
+    return {**dump, **fields}

@@ -84,6 +84,7 @@ class _Memory:
     total_bytes: float
     capacity_bytes: float
     weights_bytes: float
+    per_device: tuple[Any, ...] = ()  # no devices: the levers carry no range
 
 
 @dataclass

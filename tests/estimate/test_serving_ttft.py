@@ -18,7 +18,7 @@ from rigwise.estimate.serving import (
     wave_ttft_seconds,
 )
 from rigwise.units import GiB
-from rigwise.validation.inference_serving import benchmark_ttft_seconds
+from rigwise.validation.inference_serving import benchmark_ttft_seconds, in_phase_share
 
 
 def _exact_mean_tokens(admitted: int, prompt: int, budget: int) -> float:
@@ -124,11 +124,39 @@ def test_queued_requests_keep_the_wave_and_the_queue_wait() -> None:
 
 
 def test_a_benchmark_mean_holds_its_first_wave() -> None:
-    """300 prompts at concurrency 16: 16 arrive together, the other 284 staggered."""
+    """300 prompts at concurrency 16, every later arrival desynchronised (share 0): 16 arrive
+    together, the other 284 staggered."""
     result = estimate_serving(16, 64, 256, 128, _staggered_costs())
     rho = 15 * 0.0256 / 1.8944
     staggered = 0.0393 + rho * 0.0256 / (2 * (1 - rho))
-    mean = benchmark_ttft_seconds(result, "staggered", 300, "mean")
+    mean = benchmark_ttft_seconds(result, 0.0, 300, "mean")
     assert mean == pytest.approx(16 / 300 * 0.3496 + 284 / 300 * staggered)
-    assert benchmark_ttft_seconds(result, "staggered", 300, "median") == pytest.approx(staggered)
-    assert benchmark_ttft_seconds(result, "wave", 300, "median") == pytest.approx(0.3496)
+    assert benchmark_ttft_seconds(result, 0.0, 300, "median") == pytest.approx(staggered)
+    # Equal lengths (--ignore-eos, share 1): every cycle is a wave, mean and median.
+    assert benchmark_ttft_seconds(result, 1.0, 300, "median") == pytest.approx(0.3496)
+    assert benchmark_ttft_seconds(result, 1.0, 300, "mean") == pytest.approx(0.3496)
+    assert benchmark_ttft_seconds(result, 1.0, 0, "median") == pytest.approx(0.3496)
+
+
+def test_waves_return_but_lose_the_requests_that_end_early() -> None:
+    """Half of each wave runs to the cap (share 0.5): cycle j of 16 requests keeps 16 x 0.5^j
+    in phase, a wave of c waiting (c - 1) / 15 of the full wave's excess over the staggered
+    figure: 16 x 1 x 15/15 + 16 x 0.5 x 7/15 + 16 x 0.25 x 3/15 + 16 x 0.125 x 1/15 (then
+    waves of one, no excess) = 16 + 3.7333 + 0.8 + 0.1333 = 20.6667 of 300 requests."""
+    result = estimate_serving(16, 64, 256, 128, _staggered_costs())
+    staggered, wave = result.ttft_s, result.ttft_wave_s
+    mean = benchmark_ttft_seconds(result, 0.5, 300, "mean")
+    assert mean == pytest.approx(staggered + 20.6667 / 300 * (wave - staggered), rel=1e-5)
+    # In waves: 16 x (1 + 0.5 + ... ) = 32 of 300, under half: the median is staggered.
+    assert benchmark_ttft_seconds(result, 0.5, 300, "median") == pytest.approx(staggered)
+    # With 40 prompts (16 + 16 + 8), 16 + 8 + 8 x 0.25 = 26 of 40 arrive in waves: the wave.
+    assert benchmark_ttft_seconds(result, 0.5, 40, "median") == pytest.approx(wave)
+
+
+def test_the_share_in_phase_is_the_mean_output_over_the_cap() -> None:
+    # mushfiqrahman.dev RTX 4090 sweep, concurrency 48: 1190 output tok/s at 11.87 req/s is
+    # 100.25 tokens a request of the 128 asked: 0.783 of each wave returns with the next.
+    assert in_phase_share("staggered", 128, 1190 / 11.87) == pytest.approx(0.7832, abs=1e-4)
+    assert in_phase_share("wave", 128, 0.0) == 1.0  # --ignore-eos: all run to the cap
+    assert in_phase_share("staggered", 128, 0.0) == 0.0  # not published: desynchronised
+    assert in_phase_share("", 128, 140.0) == 1.0  # never more than all

@@ -37,12 +37,12 @@ def test_an_inference_plan_has_a_range_next_to_each_value() -> None:
 def test_a_case_unlike_any_validated_row_is_widened_and_says_why() -> None:
     data = to_jsonable(
         plan_inference(
-            model="llama-3.1-70b", on="8x h100-sxm", engine="vllm", concurrency=64, levers=False
+            model="llama-3.1-70b", on="8x mi300x", engine="vllm", concurrency=64, levers=False
         )
     )
     serving = data["intervals"]["serving"]
-    # vLLM serving rows exist only for GDDR cards (L4, RTX 4090): an H100 plan is unlike them
-    assert serving["widened"] and "device_class nvidia-hbm" in serving["notes"][0]
+    # vLLM serving rows exist for NVIDIA GDDR and HBM cards only: an MI300X plan is unlike them
+    assert serving["widened"] and "device_class amd-hbm" in serving["notes"][0]
     assert _ordered(data["serving"]["aggregate_tokens_per_s_interval"])
 
 

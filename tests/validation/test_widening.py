@@ -4,16 +4,18 @@ and the TTFT/TPOT regime check (C)."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
 from rigwise.estimate.intervals import (
+    UNWIDENED,
     WIDEN_SCALE,
     WIDEN_UNSEEN,
     Regime,
     build_table,
     interval_for,
-    packaged_widening,
+    packaged_widths,
 )
 from rigwise.validation.intervals import latency_regimes
 from rigwise.validation.stats import Comparison
@@ -56,7 +58,8 @@ def test_the_chosen_factor_brings_the_held_out_cases_to_eighty_percent() -> None
         [(Regime(*c.regime.split("|")), c.log_residual, c.group, 1, "s") for c in rows
          if c.regime == GDDR]
     )  # fmt: skip
-    found = interval_for(table, Regime(*LPDDR.split("|")), 1, fit.value, 1.0)
+    widths = replace(UNWIDENED, unseen_class=fit.value)
+    found = interval_for(table, Regime(*LPDDR.split("|")), 1, widths)
     assert found is not None and found.unseen
     inside = [found.low_factor <= math.exp(c.log_residual) <= found.high_factor for c in rows
               if c.regime == LPDDR]  # fmt: skip
@@ -75,7 +78,8 @@ def test_scale_factor_is_measured_on_layouts_larger_than_any_in_the_table() -> N
 def test_the_data_file_states_the_derivation_and_plans_read_it() -> None:
     text = widening_text(calibrate(_classes(0.3)))
     assert "held-out coverage" in text and "factor,metric,value,prior,cases" in text
-    unseen, scale = packaged_widening("decode")
+    widths = packaged_widths("decode")
+    unseen, scale = widths.unseen_class, widths.scale
     assert unseen >= 1.0 and scale >= 1.0
     assert (unseen, scale) != (WIDEN_UNSEEN, WIDEN_SCALE)  # the calibrated file is shipped
 
@@ -156,9 +160,9 @@ def test_a_class_back_off_and_an_engine_back_off_get_their_own_factors() -> None
          if c.regime == GDDR]
     )  # fmt: skip
     widen = factors(list(fits.values()), "decode")
-    assert (widen[0], widen[3]) == (near.value, far.value)
-    past_class = interval_for(table, Regime(*LPDDR.split("|")), 1, *widen)
-    past_engine = interval_for(table, Regime(*vllm.split("|")), 1, *widen)
+    assert (widen.unseen_class, widen.unseen_engine) == (near.value, far.value)
+    past_class = interval_for(table, Regime(*LPDDR.split("|")), 1, widen)
+    past_engine = interval_for(table, Regime(*vllm.split("|")), 1, widen)
     assert past_class is not None and past_engine is not None
     assert f"x{near.value:.2f}" in past_class.notes[0]
     assert f"x{far.value:.2f}" in past_engine.notes[0]

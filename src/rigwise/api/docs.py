@@ -8,17 +8,24 @@ about a tenth of a second of start-up; the web API's schema and the tests read t
 from __future__ import annotations
 
 import ast
-import functools
+import dataclasses
 import inspect
 import itertools
 import textwrap
+from typing import Any
 
-from pydantic import BaseModel
+_DOCS: dict[type, dict[str, str]] = {}
 
 
-@functools.cache
-def field_docs(options: type[BaseModel]) -> dict[str, str]:
+def field_docs(options: type[Any]) -> dict[str, str]:
     """Field name -> the docstring written under it in ``options``' class body."""
+    found = _DOCS.get(options)
+    if found is None:
+        found = _DOCS[options] = _read_docs(options)
+    return found
+
+
+def _read_docs(options: type[Any]) -> dict[str, str]:
     tree = ast.parse(textwrap.dedent(inspect.getsource(options)))
     body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
     docs: dict[str, str] = {}
@@ -34,9 +41,12 @@ def field_docs(options: type[BaseModel]) -> dict[str, str]:
     return docs
 
 
-def described(options: type[BaseModel]) -> dict[str, str]:
-    """Every field's description: its ``Field(description=...)`` or its docstring line."""
+def described(options: type[Any]) -> dict[str, str]:
+    """Every field's description: its ``Field(description=...)`` or its docstring line (an
+    options dataclass: its docstring lines)."""
     docs = field_docs(options)
+    if dataclasses.is_dataclass(options):
+        return {f.name: docs.get(f.name, "") for f in dataclasses.fields(options)}
     return {
         name: field.description or docs.get(name, "")
         for name, field in options.model_fields.items()

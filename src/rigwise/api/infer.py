@@ -11,7 +11,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from rigwise.api.infer_options import ENGINES, MAX_CONTEXT_TOKENS, InferOptions
 from rigwise.api.infer_stages import (
@@ -131,7 +131,7 @@ class _Setup:
     (prompt, gen, context), the offload choice and what is checked against the speeds. Sweeps
     (``--queries``, charts, levers) plan many sizes on one setup, so it is made once."""
 
-    layout_update: Mapping[str, object] | None  # default_layout's tp/pp/dp, when it chose them
+    layout_update: Mapping[str, Any] | None  # default_layout's tp/pp/dp, when it chose them
     layout_note: str | None
     spec: ModelSpec
     cluster: Cluster
@@ -206,7 +206,7 @@ def _plan(opts: InferOptions) -> InferencePlan:
     spec, cluster, ctx = setup.spec, setup.cluster, setup.ctx
     engine, quant, kv_dtype = ctx.engine, ctx.quant, ctx.kv_dtype
     if setup.layout_update is not None:
-        opts = opts.model_copy(update=setup.layout_update)
+        opts = replace(opts, **setup.layout_update)
     stages = setup.stages
     notes: list[str] = [setup.layout_note] if setup.layout_note else []
     context = _context(opts, spec, engine, stages, notes)

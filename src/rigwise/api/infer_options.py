@@ -1,36 +1,68 @@
 """``InferOptions``: the options of ``rigwise infer`` and ``plan_inference``, one field each.
 
-Typed and frozen, validated by pydantic at this edge and shared by the CLI, ``--queries``, the
-web API (its query parameters) and the build designer; each field is documented where it is
-declared, so adding an option is one field and its docstring line.
+Typed and frozen, checked where they are made (``rigwise.option_fields``: well-typed values
+without pydantic, anything else by pydantic with pydantic's messages) and shared by the CLI,
+``--queries``, the web API (its query parameters) and the build designer; each field is
+documented where it is declared, so adding an option is one field and its docstring line.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rigwise.errors import InputError
 from rigwise.estimate.engine_builds import normalise_build
 from rigwise.hardware.nodes import MAX_DEVICES
+from rigwise.option_fields import check, option, parse
 from rigwise.units import parse_count
 
 ENGINES = ("llama.cpp", "vllm", "sglang", "tensorrt-llm", "transformers", "mlx", "ollama")
 MAX_CONTEXT_TOKENS = 100_000_000  # prompt, gen and context: 10^8 tokens, ~10x the longest models
 
 
-class InferOptions(BaseModel):
+def _count(value: object) -> object:
+    return int(parse_count(value)) if isinstance(value, str) else value
+
+
+def _concurrency(value: object) -> object:
+    if isinstance(value, str) and value != "max":
+        value = int(parse_count(value))
+    if isinstance(value, int) and not 1 <= value <= MAX_DEVICES:
+        raise ValueError(f"must be between 1 and {MAX_DEVICES:,} (or 'max')")
+    return value
+
+
+def _build(value: str | None) -> str | None:
+    if value is None:
+        return None
+    try:
+        return normalise_build(value)
+    except InputError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _engine(value: str | None) -> str | None:
+    if value is None:
+        return None
+    name = value.lower().replace("llamacpp", "llama.cpp").replace("trt-llm", "tensorrt-llm")
+    if name not in ENGINES:
+        from rigwise.errors import UnknownNameError, closest
+
+        raise UnknownNameError("engine", value, closest(name, ENGINES))
+    return name
+
+
+@dataclass(frozen=True, kw_only=True)
+class InferOptions:
     """The options of ``rigwise infer`` (long option names with ``_``); unknown keys are an
     error naming the key. Counts accept '8k'-style strings."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     model: str
     """Catalog name, HF config.json or .gguf file."""
     on: str | None = None
     """One node: 'rtx-4090', '2x rtx-3090+nvlink', 'dgx-h100', a CPU platform."""
-    nodes: int = Field(1, ge=1, le=100_000)
+    nodes: int = option(1, ge=1, le=100_000)
     """Number of such nodes (with ``network``)."""
     network: str | None = None
     """Link between nodes: 10gbe, ib-ndr, thunderbolt-4 ..."""
@@ -40,15 +72,15 @@ class InferOptions(BaseModel):
     """Weights format: Q4_K_M, Q8_0, BF16, FP8, AWQ-4bit-g128, NF4, MXFP4 ... (engine default)."""
     kv_quant: str | None = None
     """KV cache dtype: f16, bf16, fp8, q8_0, q4_0 (engine default)."""
-    prompt: int = Field(512, ge=1, le=MAX_CONTEXT_TOKENS)
+    prompt: int = option(512, ge=1, le=MAX_CONTEXT_TOKENS, before=_count)
     """Prompt tokens."""
-    gen: int = Field(128, ge=1, le=MAX_CONTEXT_TOKENS)
+    gen: int = option(128, ge=1, le=MAX_CONTEXT_TOKENS, before=_count)
     """Generated tokens."""
-    context: int | None = Field(None, ge=1, le=MAX_CONTEXT_TOKENS)
+    context: int | None = option(None, ge=1, le=MAX_CONTEXT_TOKENS, before=_count)
     """Context to reserve (default: prompt + gen, or the engine's own default)."""
-    concurrency: int | Literal["max"] = 1
+    concurrency: int | Literal["max"] = option(1, before=_concurrency)
     """Concurrent requests, or 'max' (as many as the KV cache holds)."""
-    engine: str | None = None
+    engine: str | None = option(None, after=_engine)
     """llama.cpp, vllm, sglang, tensorrt-llm, transformers, mlx, ollama (default by hardware)."""
     offload: Literal["auto", "none"] | None = None
     """'auto': weights that do not fit go to host RAM (default: the engine's; Ollama: auto)."""
@@ -56,66 +88,40 @@ class InferOptions(BaseModel):
     """Host CPU platform (catalog CPU row) whose RAM takes offloaded weights."""
     split: Literal["layer", "tensor"] | None = None
     """How devices share the model (default by engine)."""
-    tp: int | None = Field(None, ge=1, le=MAX_DEVICES)
+    tp: int | None = option(None, ge=1, le=MAX_DEVICES)
     """Tensor-parallel size."""
-    pp: int | None = Field(None, ge=1, le=MAX_DEVICES)
+    pp: int | None = option(None, ge=1, le=MAX_DEVICES)
     """Pipeline stages."""
-    dp: int = Field(1, ge=1, le=MAX_DEVICES)
+    dp: int = option(1, ge=1, le=MAX_DEVICES)
     """Replicas of the tp x pp layout."""
-    ep: int = Field(1, ge=1, le=MAX_DEVICES)
+    ep: int = option(1, ge=1, le=MAX_DEVICES)
     """Expert-parallel ranks within tp (MoE)."""
-    attention_dp: int = Field(1, ge=1, le=MAX_DEVICES)
+    attention_dp: int = option(1, ge=1, le=MAX_DEVICES)
     """Attention data-parallel ranks within tp."""
-    max_batch: int | None = Field(None, ge=1, le=1_000_000)
+    max_batch: int | None = option(None, ge=1, le=1_000_000)
     """Running sequences per replica (default: the engine's)."""
     disagg: dict[str, dict[str, int]] | None = None
     """Disaggregated pools: {"prefill": {...}, "decode": {...}} (tp, pp, workers, ep ...)."""
     latency_budget: str | None = None
     """Per-token / first-token budget, e.g. '200ms'."""
-    power_limit: float | None = Field(None, gt=0)
+    power_limit: float | None = option(None, gt=0)
     """Board power cap per device, watts (speed kept, watts and J/token in ``power``)."""
     calibration: dict[str, float] | None = None
     """Measured efficiency factors (``rigwise bench``) replacing the catalog's."""
-    engine_build: str | None = None
+    engine_build: str | None = option(None, after=_build)
     """Date of an older engine build, YYYY-MM[-DD], to plan with its kernels (default: current)."""
     levers: bool = True
     """Also measure the levers (changes that make it fit or run faster)."""
 
-    @field_validator("prompt", "gen", "context", mode="before")
-    @classmethod
-    def _counts(cls, value: object) -> object:
-        return int(parse_count(value)) if isinstance(value, str) else value
+    def __post_init__(self) -> None:
+        check(self)
 
-    @field_validator("concurrency", mode="before")
     @classmethod
-    def _concurrency(cls, value: object) -> object:
-        if isinstance(value, str) and value != "max":
-            value = int(parse_count(value))
-        if isinstance(value, int) and not 1 <= value <= MAX_DEVICES:
-            raise ValueError(f"must be between 1 and {MAX_DEVICES:,} (or 'max')")
-        return value
-
-    @field_validator("engine_build")
-    @classmethod
-    def _build(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        try:
-            return normalise_build(value)
-        except InputError as exc:
-            raise ValueError(str(exc)) from None
-
-    @field_validator("engine")
-    @classmethod
-    def _engine(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        name = value.lower().replace("llamacpp", "llama.cpp").replace("trt-llm", "tensorrt-llm")
-        if name not in ENGINES:
-            from rigwise.errors import UnknownNameError, closest
-
-            raise UnknownNameError("engine", value, closest(name, ENGINES))
-        return name
+    def model_validate(cls, data: object) -> InferOptions:
+        """Options from a mapping of their fields (as a pydantic model's ``model_validate``);
+        bad values raise pydantic's ``ValidationError``."""
+        options: InferOptions = parse(cls, data)
+        return options
 
 
 __all__ = ["ENGINES", "MAX_CONTEXT_TOKENS", "InferOptions"]

@@ -155,7 +155,7 @@ def default_layout(
         f"({spec.num_attention_heads} heads, engine rule); planned as tp {width} x pp {pp} "
         f"with {dp} data-parallel replicas. Give --tp/--pp/--dp to choose."
     )
-    return options.model_copy(update={"tp": width, "pp": pp if pp > 1 else None, "dp": dp}), note
+    return replace(options, tp=width, pp=pp if pp > 1 else None, dp=dp), note
 
 
 def stages_of(

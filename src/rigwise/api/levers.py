@@ -2,7 +2,7 @@
 
 A lever is one change of the options (another quant, a quantized KV cache, one more device,
 a shorter context, CPU offload, another engine). Each is evaluated by running the planner again
-on the options with that change (``InferOptions.model_copy``: typed fields, no re-parsing);
+on the options with that change (``dataclasses.replace``: typed fields, checked again);
 levers are ranked by effect: first those that turn "does not fit" into a fit, then by decode
 speed-up. Nothing here estimates anything itself.
 """
@@ -10,7 +10,7 @@ speed-up. Nothing here estimates anything itself.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rigwise.errors import RigwiseError
 from rigwise.estimate.plan_intervals import phase_range
@@ -28,7 +28,7 @@ _MIN_GAIN = 1.05  # a lever must make decode or serving at least 5% faster to be
 _MAX_LEVERS = 5
 _CLOSER = 0.9  # a change that needs 10% less memory (per byte usable) is worth naming
 
-Change = dict[str, object]
+Change = dict[str, Any]
 
 
 def _candidates(options: InferOptions, plan: InferencePlan) -> Iterator[tuple[str, Change]]:
@@ -69,14 +69,17 @@ def _more_hardware(options: InferOptions, plan: InferencePlan) -> Iterator[tuple
 
 def _changed(options: InferOptions, change: Change) -> InferOptions:
     """The options with ``change``, validated (one node past the bounds is bad input)."""
-    from pydantic import ValidationError
+    from dataclasses import replace
 
-    from rigwise.errors import InputError, validation_message
+    from rigwise.validate_input import validation_error
 
     try:
-        return options.model_validate({**options.model_dump(exclude_unset=True), **change})
-    except ValidationError as exc:
-        raise InputError(validation_message(exc, "Bad option")) from None
+        return replace(options, **change)
+    except Exception as exc:
+        error = validation_error(exc, "Bad option", None)
+        if error is None:
+            raise
+        raise error from None
 
 
 def _rate(plan: InferencePlan) -> float | None:

@@ -10,6 +10,7 @@ models (gpt-oss-120b, Qwen3-235B on one GPU) it is often the lever that makes th
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from rigwise.catalog.loader import read_csv
@@ -66,7 +67,7 @@ def without_last_card(
 
     fewer = "+".join(parts[:-1])
     try:
-        other = run(options.model_copy(update={"on": fewer, "levers": False}))
+        other = run(replace(options, on=fewer, levers=False))
     except RigwiseError:
         return None
     spec = _spec(options.model)

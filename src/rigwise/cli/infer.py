@@ -11,7 +11,6 @@ import click
 from rigwise.cli._common import (
     EXIT_BAD_INPUT,
     apply_rig,
-    console,
     fail,
     finish,
     ranged_rate,
@@ -19,6 +18,7 @@ from rigwise.cli._common import (
     rig_option,
 )
 from rigwise.cli._common import run_queries as shared_run_queries
+from rigwise.cli.plain import Report, Table
 
 
 def _options(**kwargs: Any) -> dict[str, Any]:
@@ -187,7 +187,7 @@ def render(plan: Any) -> None:
     """The plan as a short report: verdict, memory, speeds, serving, levers."""
     from rigwise.units import format_bytes
 
-    out = console()
+    out = Report()  # plain text without rich where rich would write it plain
     colour = {"fits": "green", "tight": "yellow"}.get(plan.verdict, "red")
     out.print(
         f"[bold]{plan.model}[/] on {plan.hardware} ({plan.engine}, {plan.quant}, "
@@ -230,11 +230,10 @@ def render(plan: Any) -> None:
         out.print(f"note: {note}")
     for lever in plan.levers:
         out.print(f"lever: {lever.description}")
+    out.show()
 
 
-def _memory_table(plan: Any) -> Any:
-    from rich.table import Table
-
+def _memory_table(plan: Any) -> Table:
     from rigwise.units import format_bytes
 
     table = Table("device", "weights", "KV cache", "workspace", "overhead", "total", "usable")
@@ -247,7 +246,7 @@ def _memory_table(plan: Any) -> Any:
     return table
 
 
-def _print_serving(out: Any, plan: Any, data: dict[str, Any]) -> None:
+def _print_serving(out: Report, plan: Any, data: dict[str, Any]) -> None:
     """The running batch and its queue, when more than one request or replica is served."""
     if not (plan.serving and (plan.serving.concurrency > 1 or plan.serving.replicas > 1)):
         return
@@ -266,7 +265,7 @@ def _print_serving(out: Any, plan: Any, data: dict[str, Any]) -> None:
         out.print(f"  {s.reason}")
 
 
-def _print_ranges(out: Any, intervals: dict[str, Any] | None) -> None:
+def _print_ranges(out: Report, intervals: dict[str, Any] | None) -> None:
     if not intervals:
         return
     out.print(

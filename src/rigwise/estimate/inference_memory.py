@@ -58,6 +58,7 @@ class EngineOverheads:
     step_overhead_s: float = 0.0  # per decode step: host scheduling, sampling, output handling
     request_overhead_s: float = 0.0  # per request, once: API server (HTTP, tokenise, stream)
     sequence_overhead_s: float = 0.0  # per step, per running sequence beyond the first: host work
+    frontend_token_s: float = 0.0  # API-server CPU per streamed output token: caps a replica's rate
 
 
 def best_row(file: str, **keys: str) -> dict[str, str]:
@@ -87,6 +88,7 @@ def engine_overheads(engine: str, klass: str) -> EngineOverheads:
         step_overhead_s=float(row.get("step_overhead_us") or 0.0) * 1e-6,
         request_overhead_s=float(row.get("request_overhead_ms") or 0.0) * 1e-3,
         sequence_overhead_s=float(row.get("sequence_overhead_us") or 0.0) * 1e-6,
+        frontend_token_s=float(row.get("frontend_token_us") or 0.0) * 1e-6,
     )
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -40,6 +40,15 @@ MIN_GROUPS = 2  # ... from this many groups (devices; errors are correlated with
 WIDEN_UNSEEN = 1.5
 WIDEN_SCALE = 1.25
 WIDEN_DEVICE = 1.0  # every range of a metric, for a device the rows have not seen (see above)
+# The prior of each width factor by its name in WIDENING_FILE (unseen-class / unseen-engine:
+# backed off past the device class / past the engine too; unseen: both pooled).
+PRIORS = {
+    "device": WIDEN_DEVICE,
+    "scale": WIDEN_SCALE,
+    "unseen": WIDEN_UNSEEN,
+    "unseen-class": WIDEN_UNSEEN,
+    "unseen-engine": WIDEN_UNSEEN,
+}
 WIDENING_FILE = "prediction_interval_widening.csv"
 ANY = "*"
 FIELDS = ("metric", "engine", "device_class", "precision", "scale")
@@ -78,6 +87,43 @@ class RegimeRange:
     log_q90: float
     max_devices: int
     sources: str = ""
+
+
+@dataclass(frozen=True)
+class Widths:
+    """The log-width factors of one metric's ranges (``validation/widening.py`` calibrates
+    them): ``device`` widens every range; ``unseen_class`` one backed off past the device
+    class (same engine), ``unseen_engine`` one backed off past the engine too; ``scale`` one
+    on more than twice the devices of any row behind it."""
+
+    unseen_class: float = WIDEN_UNSEEN
+    scale: float = WIDEN_SCALE
+    device: float = WIDEN_DEVICE
+    unseen_engine: float = WIDEN_UNSEEN
+
+
+PRIOR_WIDTHS = Widths()
+UNWIDENED = Widths(1.0, 1.0, 1.0, 1.0)
+
+
+def widths_from(values: Mapping[tuple[str, str], float], metric: str) -> Widths:
+    """The factors of ``metric`` from ``values`` keyed (factor, metric): the metric's own row,
+    else the pooled '*' row, else the prior. A back-off (unseen-class, unseen-engine) without
+    a row of its own takes the unseen factor pooled over both back-offs (the metric's, then
+    '*'): what a back-off needs depends more on the back-off than on the metric. The one
+    lookup of both the shipped file (``packaged_widths``) and fresh fits (``widening``)."""
+
+    def one(name: str) -> float:
+        return values.get((name, metric), values.get((name, ANY), PRIORS[name]))
+
+    def unseen(back_off: str) -> float:
+        own = f"unseen-{back_off}"
+        for key in ((own, metric), (own, ANY), ("unseen", metric), ("unseen", ANY)):
+            if key in values:
+                return values[key]
+        return PRIORS["unseen"]
+
+    return Widths(unseen("class"), one("scale"), one("device"), unseen("engine"))
 
 
 @dataclass(frozen=True)
@@ -190,60 +236,65 @@ def level_keys(regime: Regime) -> tuple[str, ...]:
     return tuple(regime.without(dropped).key() for dropped in LEVELS)
 
 
-def build_table(
-    rows: Sequence[tuple[Regime, float, str, int, str]],
-) -> dict[str, RegimeRange]:
+Row = tuple[Regime, float, str, int, str]  # regime, log residual, device group, devices, source
+
+
+def pools_of(rows: Sequence[Row]) -> dict[str, list[Row]]:
+    """The rows of every regime key at every back-off level."""
+    pools: dict[str, list[Row]] = {}
+    for row in rows:
+        for key in level_keys(row[0]):
+            pools.setdefault(key, []).append(row)
+    return pools
+
+
+def range_of(key: str, pool: Sequence[Row]) -> RegimeRange | None:
+    """The range of one regime key from its rows; None below ``MIN_ROWS`` rows from
+    ``MIN_GROUPS`` devices."""
+    groups = {r[2] for r in pool}
+    if len(pool) < MIN_ROWS or len(groups) < MIN_GROUPS:
+        return None
+    q10, q90 = group_bounds([r[1] for r in pool], [r[2] for r in pool])
+    return RegimeRange(
+        regime=Regime(*key.split("|")),
+        rows=len(pool),
+        groups=len(groups),
+        log_q10=q10,
+        log_q90=q90,
+        max_devices=max(r[3] for r in pool),
+        sources="; ".join(sorted({r[4] for r in pool})),
+    )
+
+
+def build_table(rows: Sequence[Row]) -> dict[str, RegimeRange]:
     """Ranges of every regime (at every back-off level) with at least ``MIN_ROWS`` rows.
 
     ``rows``: (regime, log residual ln(measured/predicted) in rate terms, device group,
     devices, source) of independent validation rows.
     """
-    pools: dict[str, list[tuple[Regime, float, str, int, str]]] = {}
-    for row in rows:
-        for key in level_keys(row[0]):
-            pools.setdefault(key, []).append(row)
     table: dict[str, RegimeRange] = {}
-    for key, pool in pools.items():
-        if len(pool) < MIN_ROWS or len({r[2] for r in pool}) < MIN_GROUPS:
-            continue
-        q10, q90 = group_bounds([r[1] for r in pool], [r[2] for r in pool])
-        table[key] = RegimeRange(
-            regime=Regime(*key.split("|")),
-            rows=len(pool),
-            groups=len({r[2] for r in pool}),
-            log_q10=q10,
-            log_q90=q90,
-            max_devices=max(r[3] for r in pool),
-            sources="; ".join(sorted({r[4] for r in pool})),
-        )
+    for key, pool in pools_of(rows).items():
+        found = range_of(key, pool)
+        if found is not None:
+            table[key] = found
     return table
 
 
 def interval_for(
-    table: dict[str, RegimeRange],
-    regime: Regime,
-    devices: int,
-    widen_unseen: float = WIDEN_UNSEEN,
-    widen_scale: float = WIDEN_SCALE,
-    widen_device: float = WIDEN_DEVICE,
-    widen_engine: float | None = None,
+    table: dict[str, RegimeRange], regime: Regime, devices: int, widths: Widths = PRIOR_WIDTHS
 ) -> Interval | None:
     """The range of the most specific regime with rows, widened where the plan is unlike them
-    (``widen_device``, the calibration for a device not in the rows, applies to every range).
-    ``widen_unseen`` widens a range backed off past the device class (same engine),
-    ``widen_engine`` one backed off past the engine too (None: ``widen_unseen``): each kind of
-    back-off has its own calibrated factor (``validation/widening.py``)."""
+    (``widths.device``, the calibration for a device not in the rows, applies to every range;
+    each kind of back-off has its own factor, ``Widths``)."""
     for dropped in LEVELS:
         found = table.get(regime.without(dropped).key())
         if found is None:
             continue
         notes: list[str] = []
-        width = widen_device
+        width = widths.device
         unseen = [name for name in dropped if name in _UNSEEN]
         if unseen:
-            factor = widen_unseen
-            if "engine" in unseen and widen_engine is not None:
-                factor = widen_engine
+            factor = widths.unseen_engine if "engine" in unseen else widths.unseen_class
             width *= factor
             what = " and ".join(f"{name} {getattr(regime, name)}" for name in unseen)
             notes.append(
@@ -252,10 +303,10 @@ def interval_for(
             )
         beyond = devices > 2 * found.max_devices
         if beyond:
-            width *= widen_scale
+            width *= widths.scale
             notes.append(
                 f"{devices} devices, validated up to {found.max_devices}: "
-                f"widened x{widen_scale:.2f}"
+                f"widened x{widths.scale:.2f}"
             )
         center = (found.log_q10 + found.log_q90) / 2
         half = (found.log_q90 - found.log_q10) / 2 * width
@@ -308,46 +359,17 @@ def _widening_rows() -> dict[tuple[str, str], float]:
 def reload_widening() -> None:
     """Read WIDENING_FILE again (after ``rigwise validate intervals --write`` rewrote it)."""
     _widening_rows.cache_clear()
+    packaged_widths.cache_clear()
     lookup.cache_clear()
 
 
-def packaged_widening(metric: str = ANY) -> tuple[float, float]:
-    """(unseen, scale) factors calibrated on held-out coverage for ``metric`` (its own row, else
-    the pooled one); the priors WIDEN_UNSEEN / WIDEN_SCALE where the file has neither. unseen
-    is the factor of a range backed off past the device class (``packaged_unseen``)."""
-    return packaged_unseen("class", metric), _factor("scale", metric, WIDEN_SCALE)
-
-
-def packaged_unseen(back_off: str, metric: str = ANY) -> float:
-    """The factor of a range backed off past the device class (``back_off`` 'class') or past
-    the engine ('engine'): its own row for ``metric``, else its pooled row (the same back-off
-    on other metrics: what a back-off needs depends more on the back-off than on the metric),
-    else the unseen factor pooled over both back-offs (the metric's, then '*'), else the prior."""
-    rows = _widening_rows()
-    own = f"unseen-{back_off}"
-    for key in ((own, metric), (own, ANY), ("unseen", metric), ("unseen", ANY)):
-        if key in rows:
-            return rows[key]
-    return WIDEN_UNSEEN
-
-
-def packaged_device_factor(metric: str = ANY) -> float:
-    """The calibrated width factor of every ``metric`` range (WIDEN_DEVICE where none)."""
-    return _factor("device", metric, WIDEN_DEVICE)
-
-
-def _factor(name: str, metric: str, prior: float) -> float:
-    rows = _widening_rows()
-    return rows.get((name, metric), rows.get((name, ANY), prior))
+@functools.cache
+def packaged_widths(metric: str = ANY) -> Widths:
+    """The width factors of ``metric`` calibrated on held-out coverage, as stored in
+    WIDENING_FILE (``widths_from``; the priors where the file has none)."""
+    return widths_from(_widening_rows(), metric)
 
 
 @functools.lru_cache(maxsize=4096)  # sweeps ask for the same few regimes thousands of times
 def lookup(regime: Regime, devices: int) -> Interval | None:
-    return interval_for(
-        packaged_table(),
-        regime,
-        devices,
-        *packaged_widening(regime.metric),
-        packaged_device_factor(regime.metric),
-        packaged_unseen("engine", regime.metric),
-    )
+    return interval_for(packaged_table(), regime, devices, packaged_widths(regime.metric))

@@ -164,7 +164,7 @@ def add_inference_intervals(data: dict[str, Any]) -> dict[str, Any]:
     if (r := found["ttft"]) is not None:
         if data.get("ttft_s") is not None:
             data["ttft_s_interval"] = r.time(data["ttft_s"])
-        for name in ("ttft_s", "ttft_wave_s"):
+        for name in ("ttft_s", "ttft_wave_s", "ttft_burst_s"):
             if serving and serving.get(name) is not None:
                 _set(serving, name, r.time(serving[name]))
     if (r := found["memory"]) and data.get("memory"):

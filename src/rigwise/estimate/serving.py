@@ -23,14 +23,16 @@ scheduler steps of ``T`` prompt tokens (vLLM ``max_num_batched_tokens``). Reques
 first token at the end of step ceil(k P / T), after min(ceil(k P / T) T, C P) prompt tokens;
 averaged over k that is about min(C P, (C + 1) / 2 P + T / 2) tokens (half a step of rounding),
 so TTFT grows with the prompts ahead, not with one prompt (``wave_ttft_seconds``). Such a wave
-persists only while every request has the same length (``--ignore-eos``): the cohorts of one wave
-finish a decode step apart and return together. With real output lengths a closed loop
+persists only while every request has the same length (``--ignore-eos``): the cohorts of one
+wave finish a decode step apart and return together; a request that ends early leaves its wave
+for good (a benchmark's mean over both:
+``validation.inference_serving.benchmark_ttft_seconds``). With real output lengths a closed loop
 desynchronises: a request arrives when another ends, lands in a running step (half a decode step
-on average, none at concurrency 1, whose predecessor has just ended) and is prefilled in the next
-step beside the C - 1 running decodes (``staggered_ttft_seconds``), behind any prompts that
-arrived just before it (``prefill_collision_seconds``), so its TTFT grows slowly with C. That
-is the ``ttft_s`` a plan reports, the wave being ``ttft_wave_s``; while requests queue for a
-slot the wave (and the queue wait) stays. Both add the engine's per-request API-server work
+on average, none at concurrency 1, whose predecessor has just ended) and is prefilled in the
+next step beside the C - 1 running decodes (``staggered_ttft_seconds``), behind any prompts that
+arrived just before it (``prefill_collision_seconds``), so its TTFT grows slowly with C. That is
+the ``ttft_s`` a plan reports, the wave being ``ttft_wave_s``; while requests queue for a slot
+the wave (and the queue wait) stays. Both add the engine's per-request API-server work
 (``engine_overheads.csv`` ``request_overhead_ms``: HTTP, tokenisation, streaming).
 """
 
@@ -52,6 +54,11 @@ from rigwise.estimate.inference_batched import (
     prefill_seconds_per_token_batched,
 )
 from rigwise.estimate.inference_memory import MemoryBreakdown, Stage, kv_split
+from rigwise.estimate.serving_frontend import (
+    burst_ttft_seconds,
+    frontend_batch,
+    frontend_cycle_seconds,
+)
 from rigwise.hardware import Link
 from rigwise.models import ModelSpec
 
@@ -78,6 +85,7 @@ class ServingEstimate:
     kv_transfer_s: float = 0.0  # disaggregated: prefill -> decode KV cache hand-over per request
     mode: str = "aggregated"  # or "disaggregated"
     ttft_wave_s: float = 0.0  # TTFT when the running batch arrives together (fixed lengths)
+    ttft_burst_s: float = 0.0  # mean TTFT when all `concurrency` requests arrive at once, one each
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -99,6 +107,7 @@ class ServingEstimate:
             "kv_transfer_s": self.kv_transfer_s,
             "mode": self.mode,
             "ttft_wave_s": self.ttft_wave_s,
+            "ttft_burst_s": self.ttft_burst_s,
         }
 
 
@@ -112,6 +121,7 @@ class Costs:
     compute_bound_at: Callable[[int], bool]
     chunk_tokens: int = 8192  # tokens per scheduler step (vLLM max_num_batched_tokens)
     request_overhead_s: float = 0.0  # API-server work per request, once (engine_overheads.csv)
+    frontend_token_s: float = 0.0  # API-server CPU per streamed token: caps the rate (0: no cap)
 
 
 def wave_prefill_tokens(admitted: Any, prompt: int, step_tokens: int) -> Any:
@@ -239,10 +249,9 @@ def estimate_serving(
     if max_sequences < 1:
         return _no_room(concurrency, replicas, gpus)
     per_replica = -(-concurrency // replicas)
-    batch = max(1, min(per_replica, max_sequences))
-    step = costs.step_seconds(batch)
     own_prefill = prompt * costs.prefill_seconds_per_token
-    cycle = batch * own_prefill + gen * step
+    slots = max(1, min(per_replica, max_sequences))
+    batch, step, cycle, frontend_bound = _running(slots, own_prefill, gen, costs)
     aggregate = batch * gen / cycle
     prefill_s = (costs.single_prefill_seconds, costs.prefill_seconds_per_token)
     ttft_service = float(wave_ttft_seconds(batch, prompt, costs.chunk_tokens, prefill_s, step))
@@ -255,12 +264,9 @@ def estimate_serving(
     )
     own = ttft_service if per_replica > batch else staggered  # queued: slots free in waves
     queued = max(0, concurrency - replicas * batch)
-    reason = (
-        f"{batch} requests run at once per replica (max_batch and KV cache); "
-        f"{queued} wait in the queue."
-        if queued
-        else ""
-    )
+    reason = _queue_reason(batch, queued, costs.frontend_token_s if frontend_bound else 0.0)
+    life = ttft_service + (gen - 1) * tpot  # the first cohort's stay: its slots then free
+    burst = burst_ttft_seconds(per_replica, batch, ttft_service, life, aggregate / gen, staggered)
     total = aggregate * min(replicas, concurrency)  # fewer requests than replicas: some idle
     return ServingEstimate(
         concurrency=concurrency,
@@ -274,12 +280,48 @@ def estimate_serving(
         tpot_s=tpot,
         queue_wait_s=wait,
         step_seconds=step,
-        bound="compute" if costs.compute_bound_at(batch) else "memory bandwidth",
+        bound=_bound(frontend_bound, costs.compute_bound_at(batch)),
         replicas=replicas,
         gpus=gpus,
         reason=reason,
         ttft_wave_s=wait + ttft_service + costs.request_overhead_s,
+        ttft_burst_s=burst + costs.request_overhead_s,
     )
+
+
+def _running(
+    slots: int, own_prefill_s: float, gen: int, costs: Costs
+) -> tuple[int, float, float, bool]:
+    """(running batch, its decode step, one request's cycle, front-end bound?) of a replica
+    with ``slots`` requests admissible: the engine's, unless its API server is the slower
+    (``serving_frontend``), which holds the batch and stretches the cycle."""
+
+    def engine_cycle(running: int) -> float:
+        return running * own_prefill_s + gen * costs.step_seconds(running)
+
+    fe = costs.frontend_token_s
+    batch = frontend_batch(slots, gen, engine_cycle, fe)
+    step = costs.step_seconds(batch)
+    engine = batch * own_prefill_s + gen * step
+    cycle = float(frontend_cycle_seconds(engine, batch, gen, fe))
+    return batch, step, cycle, fe > 0.0 and batch * gen * fe >= engine
+
+
+def _queue_reason(batch: int, queued: int, frontend_token_s: float) -> str:
+    if not queued:
+        return ""
+    why = (
+        f"the API server streams at most {1.0 / frontend_token_s:.0f} tokens/s"
+        if frontend_token_s > 0.0
+        else "max_batch and KV cache"
+    )
+    return f"{batch} requests run at once per replica ({why}); {queued} wait in the queue."
+
+
+def _bound(frontend: bool, compute: bool) -> str:
+    if frontend:
+        return "front end (API server)"
+    return "compute" if compute else "memory bandwidth"
 
 
 def replica_costs(
@@ -303,6 +345,7 @@ def replica_costs(
         compute_bound_at=compute_bound,
         chunk_tokens=step_token_budget(ctx, stages),
         request_overhead_s=ctx.overheads.request_overhead_s,
+        frontend_token_s=ctx.overheads.frontend_token_s,
     )
 
 

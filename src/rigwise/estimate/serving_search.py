@@ -41,6 +41,7 @@ from rigwise.estimate.serving import (
     wave_ttft_seconds,
 )
 from rigwise.estimate.serving_disagg import kv_transfer_seconds
+from rigwise.estimate.serving_frontend import frontend_cycle_seconds
 from rigwise.estimate.serving_layout import ReplicaLayout, check_rules
 from rigwise.hardware import Cluster, Link
 from rigwise.plans import DOES_NOT_FIT
@@ -189,7 +190,8 @@ def _aggregated(shape: Shape, network: Link | None, request: SearchRequest) -> d
     with the replicas saturated: no queue)."""
     batch, step = _step(shape, network, request)
     own = request.prompt * shape.prefill_per_token_s
-    cycle = batch * own + request.gen * step
+    fe = shape.ctx.overheads.frontend_token_s  # the API server's cap (serving_frontend)
+    cycle = frontend_cycle_seconds(batch * own + request.gen * step, batch, request.gen, fe)
     budget = step_token_budget(shape.ctx, shape.stages)
     prefill_s = (shape.single_prefill_s, shape.prefill_per_token_s)
     dp = request.gpus // shape.gpus

@@ -44,6 +44,8 @@ _SOURCE_LABELS = {
     "vllm_public_serving": "vLLM public serving posts",
     "transformers_public": "transformers public runs",
     "llamacpp_pr4766": "llama.cpp PR #4766 (Jan 2024 builds)",
+    "gpustack_perflab": "GPUStack perf lab vLLM/SGLang H100",
+    "cloudrift_server_benchmark": "CloudRift server-benchmark vLLM",
 }
 
 
@@ -57,11 +59,8 @@ class Measurement:
     oom: bool = False
     role: str = "independent"
     skip: str = ""  # why this row is not predicted (empty: predict it)
-    arrivals: tuple[str, int, str] = (
-        "",
-        0,
-        "",
-    )  # ttft rows: (wave|staggered, prompts, mean|median)
+    # ttft rows: (share of a wave in phase with the next, prompts, mean|median)
+    arrivals: tuple[float, int, str] = (0.0, 0, "")
 
 
 def default_directory() -> Path:
@@ -391,7 +390,7 @@ def validate_inference(
     )
 
 
-def _predicted(plan: Any, metric: str, arrivals: tuple[str, int, str]) -> float | None:
+def _predicted(plan: Any, metric: str, arrivals: tuple[float, int, str]) -> float | None:
     if metric == "ttft" and plan.serving:
         return benchmark_ttft_seconds(plan.serving, *arrivals)
     if metric == "tpot":

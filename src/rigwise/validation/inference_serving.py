@@ -1,6 +1,9 @@
 """Reader for public serving measurements (vLLM / SGLang benchmark posts): one row per metric,
 ``serving_metric`` one of decode (tokens/s at concurrency 1), serving (output tokens/s), ttft and
-tpot (seconds, means as the benchmarks print them)."""
+tpot (seconds, means as the benchmarks print them). Optional layout columns, read where a file has
+them and the row fills them: ``pipeline_parallel`` (pp), ``replicas`` (dp: engine instances behind
+one load balancer), ``expert_parallel`` (ep), ``max_num_seqs`` (max_batch) and ``kv_cache_dtype``
+(kv_quant), each as the run's command line set it."""
 
 from __future__ import annotations
 
@@ -30,17 +33,19 @@ def read_public_serving(
             prompt=int(row["input_len"]),
             gen=int(row["output_len"]),
             concurrency=int(row["concurrency"]),
+            **_layout(row),
         )
         label = (
-            f"{row['model']} {row['gpu']} TP{row['tensor_parallel']} {row['input_len']}/"
-            f"{row['output_len']} c{row['concurrency']} {metric}"
+            f"{row['model']} {row['gpu']} TP{row['tensor_parallel']}{_layout_label(row)} "
+            f"{row['input_len']}/{row['output_len']} c{row['concurrency']} {metric}"
         )
         skip = why_hw or why_model or ("" if metric in SERVING_METRICS else f"metric {metric}")
-        arrivals = (
+        share = in_phase_share(
             row.get("arrivals") or "",
-            int(row.get("num_prompts") or 0),
-            row.get("statistic") or "",
+            int(row["output_len"]),
+            float(row.get("mean_output_len") or 0.0),
         )
+        arrivals = (share, int(row.get("num_prompts") or 0), row.get("statistic") or "")
         yield measurement(
             source,
             metric,
@@ -53,14 +58,75 @@ def read_public_serving(
         )
 
 
-def benchmark_ttft_seconds(serving: Any, arrivals: str, prompts: int, statistic: str) -> float:
-    """The TTFT a closed-loop benchmark of ``prompts`` requests reports. ``wave``: every request
-    has the same length (``--ignore-eos``) or all arrive at once, so each batch arrives together
-    (``ttft_wave_s``); ``staggered``: lengths vary and arrivals desynchronise after the first
-    wave (``ttft_s``). The mean of a staggered run still holds its first wave: ``concurrency``
-    of the ``prompts`` requests arrive together, so mean = (C/N) wave + (1 - C/N) staggered;
-    the median is the staggered figure once N > 2C."""
+_LAYOUT_COLUMNS = (
+    ("pipeline_parallel", "pp", int),
+    ("replicas", "dp", int),
+    ("expert_parallel", "ep", int),
+    ("max_num_seqs", "max_batch", int),
+    ("kv_cache_dtype", "kv_quant", str),
+)
+
+
+def _layout(row: dict[str, str]) -> dict[str, Any]:
+    """Planner options from the optional layout columns this row fills."""
+    return {key: kind(row[column]) for column, key, kind in _LAYOUT_COLUMNS if row.get(column)}
+
+
+def _layout_label(row: dict[str, str]) -> str:
+    """`` PP4 x2 EP4``: the layout beyond TP, so rows of one file stay apart."""
+    tags = (("pipeline_parallel", "PP"), ("replicas", "x"), ("expert_parallel", "EP"))
+    parts = [f"{tag}{row[col]}" for col, tag in tags if row.get(col) and row[col] != "1"]
+    return "".join(f" {part}" for part in parts)
+
+
+def in_phase_share(arrivals: str, output_len: int, mean_output_len: float) -> float:
+    """Share of a closed loop's wave that returns together with the next wave. ``wave``: every
+    request runs to the output cap (``--ignore-eos``), so all of it; ``staggered``: the requests
+    that stop at their end-of-sequence token return early, out of phase, so the share that runs
+    to the cap, taken as the published mean output over the cap (``mean_output_len``: output
+    tokens / requests; exact when the others stop at once, an upper bound otherwise); none
+    when it is not published (every arrival desynchronised after the first wave)."""
     if arrivals == "wave":
-        return float(serving.ttft_wave_s or serving.ttft_s)
-    first = min(1.0, serving.concurrency / prompts) if prompts and statistic == "mean" else 0.0
-    return float(first * serving.ttft_wave_s + (1.0 - first) * serving.ttft_s)
+        return 1.0
+    if mean_output_len > 0 and output_len > 0:
+        return min(1.0, mean_output_len / output_len)
+    return 0.0
+
+
+def _wave_weights(concurrency: int, prompts: int, share: float) -> tuple[float, float]:
+    """(share of the ``prompts`` requests that arrive in a wave, weight of the wave's excess
+    TTFT in their mean). Cycle j of a closed loop of C sends min(C, N - jC) requests, of which
+    share^j are still in phase; a wave of c requests waits (c - 1) / (C - 1) of the full wave's
+    excess over one prompt alone (the prompt tokens ahead grow linearly with c)."""
+    if prompts <= 0:
+        whole = 1.0 if share >= 1.0 else 0.0
+        return whole, whole
+    count = excess = 0.0
+    for cycle in range(-(-prompts // concurrency)):
+        sent = min(concurrency, prompts - cycle * concurrency)
+        kept = share**cycle
+        count += sent * kept
+        if concurrency > 1:
+            excess += sent * kept * max(0.0, concurrency * kept - 1.0) / (concurrency - 1.0)
+    return count / prompts, excess / prompts
+
+
+def benchmark_ttft_seconds(serving: Any, share: float, prompts: int, statistic: str) -> float:
+    """The TTFT a closed-loop benchmark of ``prompts`` requests reports. Its first ``concurrency``
+    requests arrive together (``ttft_wave_s``); a request that ends returns its slot at once,
+    so the requests that end together come back together: with equal lengths each wave returns
+    as a wave (cohorts one scheduler step apart merge again behind the long prefill steps), and
+    only the requests that end early (``share``: ``in_phase_share``) leave it and arrive
+    desynchronised (``ttft_s``). The mean weighs each cycle's in-phase wave by its size
+    (``_wave_weights``); the median is the wave's TTFT when more than half the requests arrive
+    in waves, else the desynchronised one. ``share`` 0 is the first wave alone, 1 waves only.
+    A wave of no more prompts than clients is one burst (request rate inf, one request each):
+    its mean is ``ttft_burst_s``, the requests beyond the running batch waiting their turn
+    once, not the steady queue of a closed loop."""
+    if share >= 1.0 and 0 < prompts <= serving.concurrency and statistic == "mean":
+        return float(serving.ttft_burst_s or serving.ttft_wave_s or serving.ttft_s)
+    wave = float(serving.ttft_wave_s or serving.ttft_s)
+    alone = float(serving.ttft_s)
+    count, excess = _wave_weights(max(1, int(serving.concurrency)), prompts, share)
+    weight = (1.0 if count > 0.5 else 0.0) if statistic == "median" else excess
+    return alone + weight * (wave - alone)

@@ -25,6 +25,7 @@ from rigwise.estimate.intervals import (
     TABLE_FILE,
     Regime,
     RegimeRange,
+    Row,
     build_table,
 )
 from rigwise.validation.stats import Comparison
@@ -37,7 +38,8 @@ def in_scope(c: Comparison) -> bool:
     return not any(marker in c.source for marker in OUT_OF_SCOPE)
 
 
-def _pool(comparisons: Sequence[Comparison]) -> list[tuple[Regime, float, str, int, str]]:
+def pool_rows(comparisons: Sequence[Comparison]) -> list[Row]:
+    """The table rows (``estimate.intervals.Row``) of the in-scope independent comparisons."""
     return [
         (Regime(*c.regime.split("|")), c.log_residual, c.group, c.devices, c.source)
         for c in comparisons
@@ -46,7 +48,7 @@ def _pool(comparisons: Sequence[Comparison]) -> list[tuple[Regime, float, str, i
 
 
 def table_from(comparisons: Sequence[Comparison]) -> dict[str, RegimeRange]:
-    return build_table(_pool(comparisons))
+    return build_table(pool_rows(comparisons))
 
 
 def _commit() -> str:
@@ -92,7 +94,7 @@ def write_table(comparisons: Sequence[Comparison], path: Path | None = None) -> 
     from rigwise.catalog.loader import data_path
 
     target = path or data_path(TABLE_FILE)
-    target.write_text(table_text(table_from(comparisons), len(_pool(comparisons))), "utf-8")
+    target.write_text(table_text(table_from(comparisons), len(pool_rows(comparisons))), "utf-8")
     return target
 
 

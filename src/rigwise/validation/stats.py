@@ -61,6 +61,8 @@ class Comparison:
     group: str = ""  # the hardware it ran on: held-out interval coverage leaves a group out
     devices: int = 1
     inside: bool | None = None  # measured within the P10-P90 range (held out for independent)
+    # ... against the range its own device would get, without this row (validation/coverage)
+    inside_seen: bool | None = None
 
     @property
     def log_residual(self) -> float:

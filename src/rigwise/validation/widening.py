@@ -27,7 +27,7 @@ position up, the split-conformal rank, aims at 80 % + up to 1 / (n + 1), which o
 +-5 % target on the 10-20 cases most metrics have). A back-off's row (unseen-class,
 unseen-engine) is written only with ``_enough`` cases, else a metric's plans use the
 back-off's '*' row, then the unseen factor pooled over both back-offs
-(``estimate.intervals.packaged_unseen``). Unseen and scale are never below 1 (a fallback range
+(``estimate.intervals.widths_from``). Unseen and scale are never below 1 (a fallback range
 is never narrower than its basis); the device factor may be (down to 0.8): where the rows'
 P10-P90 already covers more than 80 % of a new device's rows, it narrows every range to 80 %.
 Cases where both unseen and scale apply are left out of both fits, so each factor is measured
@@ -48,20 +48,20 @@ from rigwise.estimate.intervals import (
     ANY,
     MIN_GROUPS,
     MIN_ROWS,
+    PRIORS,
+    UNWIDENED,
     WIDEN_DEVICE,
-    WIDEN_SCALE,
-    WIDEN_UNSEEN,
     WIDENING_FILE,
     Interval,
     Regime,
+    Widths,
     interval_for,
+    widths_from,
 )
 from rigwise.validation.intervals import TARGET, in_scope, table_from
 from rigwise.validation.stats import Comparison
 
 BACK_OFFS = ("class", "engine")  # what an unseen range backed off past (estimate/intervals.py)
-_PRIORS = {"device": WIDEN_DEVICE, "unseen": WIDEN_UNSEEN, "scale": WIDEN_SCALE}
-_PRIORS |= {f"unseen-{b}": WIDEN_UNSEEN for b in BACK_OFFS}
 # The device factor calibrates every range of a metric to 80 % held-out coverage from both
 # sides (over-coverage misses the 80 % +- 5 % target too), within a guard; unseen and scale
 # only ever widen a fallback range.
@@ -122,7 +122,7 @@ def _cases(
         gone = _groups(held)
         table = table_from([c for c in rows if split(c) != part and c.group not in gone])
         for c in held:
-            found = interval_for(table, Regime(*c.regime.split("|")), c.devices, 1.0, 1.0)
+            found = interval_for(table, Regime(*c.regime.split("|")), c.devices, UNWIDENED)
             name = kind(found) if found is not None else None
             if found is not None and name is not None:
                 case = (_needed(found, c.log_residual), c.group, _metric(c))
@@ -146,7 +146,7 @@ def _scale_cases(rows: Sequence[Comparison]) -> list[Case]:
             continue
         table = table_from(smaller)
         for c in (c for c in rows if c.devices == devices):
-            found = interval_for(table, Regime(*c.regime.split("|")), c.devices, 1.0, 1.0)
+            found = interval_for(table, Regime(*c.regime.split("|")), c.devices, UNWIDENED)
             if found is not None and found.beyond_scale and not found.unseen:
                 out.append((_needed(found, c.log_residual), c.group, _metric(c)))
     return out
@@ -174,7 +174,7 @@ def _enough(cases: Sequence[Case]) -> bool:
 
 def _fit(name: str, cases: Sequence[Case], metric: str = ANY) -> WideningFit:
     """The 80 % factor of ``cases`` (``_rank_80``), within its guard (``FLOORS``)."""
-    prior = _PRIORS[name]
+    prior = PRIORS[name]
     needed = [c[0] for c in cases]
     # no cases: the prior, and the file says so; the device factor is two-sided (FLOORS)
     value = max(FLOORS.get(name, 1.0), _rank_80(needed)) if needed else prior
@@ -261,24 +261,10 @@ def _divided(cases: Sequence[Case], device: dict[str, float]) -> list[Case]:
     ]
 
 
-def factors(fits: Sequence[WideningFit], metric: str) -> tuple[float, float, float, float]:
-    """(unseen past a device class, scale, device, unseen past an engine) for ``metric`` from
-    ``fits``, in ``interval_for``'s order, read as ``packaged_widening`` / ``packaged_unseen``
-    read the stored file: the metric's own row, else the pooled one, else the prior (a
-    back-off: its metric row, its '*' row, the metric's pooled unseen row, the pooled '*')."""
-    found = {(f.factor, f.metric): f.value for f in fits}
-
-    def one(name: str) -> float:
-        return found.get((name, metric), found.get((name, ANY), _PRIORS[name]))
-
-    def unseen(back_off: str) -> float:
-        own = f"unseen-{back_off}"
-        for key in ((own, metric), (own, ANY), ("unseen", metric), ("unseen", ANY)):
-            if key in found:
-                return found[key]
-        return WIDEN_UNSEEN
-
-    return unseen("class"), one("scale"), one("device"), unseen("engine")
+def factors(fits: Sequence[WideningFit], metric: str) -> Widths:
+    """The width factors of ``metric`` from ``fits``, looked up as plans look up the stored
+    file (``estimate.intervals.widths_from``)."""
+    return widths_from({(f.factor, f.metric): f.value for f in fits}, metric)
 
 
 def widening_text(fits: Sequence[WideningFit]) -> str:

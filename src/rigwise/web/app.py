@@ -4,6 +4,7 @@ Pages are server-rendered from ``views``; every page has a JSON twin under ``/ap
 parameters are the CLI's long option names, documented in the OpenAPI schema at ``/docs``.
 """
 
+import dataclasses
 import os
 from collections.abc import Callable
 from importlib import resources
@@ -75,12 +76,16 @@ def _query_type(annotation: Any) -> Any:
     return annotation
 
 
-def query_model(options: type[BaseModel], name: str) -> type[BaseModel]:
+def query_model(options: type[Any], name: str) -> type[BaseModel]:
     """The scalar fields of a planner's options model, as a FastAPI query-parameter model;
     options that name server-side files (``cluster``) are left out (see ``web.inputs``)."""
     from rigwise.api.docs import described
 
     docs = described(options)  # each option's docstring line becomes its query description
+    if dataclasses.is_dataclass(options):  # an options dataclass: its pydantic twin's fields
+        from rigwise.option_fields import pydantic_model
+
+        options = pydantic_model(options)
     fields: dict[str, Any] = {
         key: (_query_type(field.annotation), _with_description(field, docs.get(key)))
         for key, field in options.model_fields.items()
