@@ -45,6 +45,8 @@ def _device_class(kind: str, vendor: str, memory_type: str) -> str:
 
 @dataclass(frozen=True)
 class EngineOverheads:
+    """What an engine keeps for itself on a device (engine_overheads.csv)."""
+
     engine: str
     memory_fraction: float  # share of device memory the engine lets itself use
     fixed_overhead_bytes: float  # context, graphs, communication buffers
@@ -151,6 +153,8 @@ class Stage:
 
 @dataclass(frozen=True)
 class DeviceMemory:
+    """One device's memory in a plan: weights, KV cache, workspace, overhead, capacity."""
+
     device: str
     accelerator_id: str
     capacity_bytes: float
@@ -186,6 +190,8 @@ class DeviceMemory:
 
 @dataclass(frozen=True)
 class MemoryBreakdown:
+    """Every device's memory, the verdict (fits, tight, does not fit) and its reason."""
+
     per_device: tuple[DeviceMemory, ...]
     verdict: str
     reason: str
