@@ -72,38 +72,43 @@ def _within(bounds: Mapping[str, float]) -> Accepts:
     )  # NaN fails every comparison: pydantic's message says why
 
 
-# name, default, accepts, within bounds, before hook, after hook
-_Field = tuple[str, object, Accepts, Accepts, Hook | None, Hook | None]
+# accepts, within bounds, before hook, after hook
+_Check = tuple[Accepts, Accepts, Hook | None, Hook | None]
 
 
-_FIELDS: dict[type, tuple[_Field, ...]] = {}
+class _Spec:
+    """What checking one options dataclass needs, worked out once per class."""
+
+    def __init__(self, cls: type[Any]) -> None:
+        hints = typing.get_type_hints(cls)
+        fields = dataclasses.fields(cls)
+        self.checks: dict[str, _Check] = {
+            f.name: (
+                _accepts(hints[f.name]),
+                _within(f.metadata.get("bounds", {})),
+                f.metadata.get("before"),
+                f.metadata.get("after"),
+            )
+            for f in fields
+        }
+        self.defaults = {f.name: f.default for f in fields if f.default is not dataclasses.MISSING}
+        self.names = frozenset(self.checks)
+        self.required = self.names - self.defaults.keys()
+
+
+_SPECS: dict[type, _Spec] = {}
 _MODELS: dict[type, Any] = {}
 
 
-def _fields(cls: type[Any]) -> tuple[_Field, ...]:
-    found = _FIELDS.get(cls)
+def _spec(cls: type[Any]) -> _Spec:
+    found = _SPECS.get(cls)
     if found is None:
-        found = _FIELDS[cls] = _checked_fields(cls)
+        found = _SPECS[cls] = _Spec(cls)
     return found
 
 
-def _checked_fields(cls: type[Any]) -> tuple[_Field, ...]:
-    hints = typing.get_type_hints(cls)
-    return tuple(
-        (
-            f.name,
-            f.default,
-            _accepts(hints[f.name]),
-            _within(f.metadata.get("bounds", {})),
-            f.metadata.get("before"),
-            f.metadata.get("after"),
-        )
-        for f in dataclasses.fields(cls)
-    )
-
-
-def _fast(value: object, accepts: Accepts, within: Accepts, before: Hook | None,
-          after: Hook | None) -> object:  # fmt: skip
+def _fast(value: object, check: _Check) -> object:
+    accepts, within, before, after = check
     try:
         if before is not None:
             value = before(value)
@@ -114,53 +119,60 @@ def _fast(value: object, accepts: Accepts, within: Accepts, before: Hook | None,
         return _SLOW
 
 
+def _checked(spec: _Spec, given: Mapping[str, object]) -> dict[str, object] | None:
+    """The given values checked (and converted), or None when one needs pydantic. Which one
+    fails first does not matter: pydantic then validates them all, in field order."""
+    checked = {}
+    for name, value in given.items():
+        if value is not spec.defaults.get(name, _SLOW):  # a default is valid as it is
+            value = _fast(value, spec.checks[name])
+            if value is _SLOW:
+                return None
+        checked[name] = value
+    return checked
+
+
 def check(options: Any) -> None:
-    """Validate a just-made options dataclass (its ``__post_init__``), converting in place:
-    the fields that differ from their defaults (which are valid) are checked here; at the
-    first value that is not exactly right, pydantic validates them all (and raises its
+    """Validate a just-made options dataclass (its ``__post_init__``), converting in place;
+    where a value is not exactly right, pydantic validates them all (and raises its
     ``ValidationError`` naming each bad field, as an options pydantic model did)."""
-    changed: dict[str, object] = {}
-    for name, default, accepts, within, before, after in _fields(type(options)):
-        value = getattr(options, name)
-        if value is default:
-            continue
-        new = _fast(value, accepts, within, before, after)
-        if new is _SLOW:
-            changed = _by_pydantic(options)
-            break
-        if new is not value:
-            changed[name] = new
-    for name, value in changed.items():
-        object.__setattr__(options, name, value)
+    spec = _spec(type(options))
+    values = vars(options)
+    checked = _checked(spec, values)
+    if checked is None:
+        checked = _by_pydantic(type(options), dict(values))
+    for name, value in checked.items():
+        if value is not values[name]:
+            object.__setattr__(options, name, value)
 
 
-def _by_pydantic(options: Any) -> dict[str, object]:
-    values = {f.name: getattr(options, f.name) for f in dataclasses.fields(options)}
-    model = pydantic_model(type(options)).model_validate(values)
-    return {name: getattr(model, name) for name in values}
+def _by_pydantic(cls: type[Any], data: object) -> dict[str, object]:
+    model = pydantic_model(cls).model_validate(data)
+    return {name: getattr(model, name) for name in _spec(cls).names}
 
 
 def parse(cls: type[Any], data: object) -> Any:
     """Options from a mapping of field names (``model_validate`` of a pydantic model): unknown
-    or missing keys and bad values raise pydantic's ``ValidationError``."""
-    names = {f.name for f in dataclasses.fields(cls)}
-    required = {
-        f.name
-        for f in dataclasses.fields(cls)
-        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-    }
-    if isinstance(data, Mapping) and required <= data.keys() <= names:
-        return cls(**data)
-    model = pydantic_model(cls).model_validate(data)
-    return cls(**{name: getattr(model, name) for name in names})
+    or missing keys and bad values raise pydantic's ``ValidationError``. Checked values make
+    the options without a second check in ``__post_init__`` (as ``model_construct`` would)."""
+    spec = _spec(cls)
+    checked = None
+    if isinstance(data, Mapping) and spec.required <= data.keys() <= spec.names:
+        checked = _checked(spec, data)
+    if checked is None:
+        return cls(**_by_pydantic(cls, data))
+    options = object.__new__(cls)
+    vars(options).update(spec.defaults, **checked)
+    return options
 
 
 def given_fields(options: Any) -> dict[str, object]:
     """The fields of an options dataclass that differ from their defaults (what was given)."""
+    defaults = _spec(type(options)).defaults
     return {
-        f.name: getattr(options, f.name)
-        for f in dataclasses.fields(options)
-        if getattr(options, f.name) != f.default
+        name: value
+        for name, value in vars(options).items()
+        if name not in defaults or value != defaults[name]
     }
 
 

@@ -169,14 +169,19 @@ class TrainingMemory(JsonObject):
     capacity_bytes: float
 
     @property
-    def total_bytes(self) -> float:
+    def tensor_bytes(self) -> float:
+        """Weights, gradients, optimizer state and activations: what
+        ``torch.cuda.max_memory_allocated`` counts (not in the JSON)."""
         return (
             self.weights_bytes
             + self.gradients_bytes
             + self.optimizer_bytes
             + self.activations_bytes
-            + self.other_bytes
         )
+
+    @property
+    def total_bytes(self) -> float:
+        return self.tensor_bytes + self.other_bytes
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar, TypeAlias
 
 _isfinite = math.isfinite
@@ -120,21 +120,19 @@ class JsonObject:
 
 
 def _mapping(value: Mapping[Any, Any]) -> dict[str, Any]:
-    """A mapping's JSON, its plain numbers and strings converted inline (no call per value: a
-    plan holds hundreds of them, and --queries serialises thousands of plans)."""
-    out: dict[str, Any] = {}
-    for key, item in value.items():
-        kind = type(item)
-        if kind is float:
-            item = item if _isfinite(item) else None
-        elif not (kind is str or kind is int or kind is bool or item is None):
-            item = to_jsonable(item)
-        out[key if type(key) is str else str(key)] = item
+    """A mapping's JSON: its values converted as in ``_items``, its keys as strings (they
+    nearly always are: ``str()`` on each would cost more than the check)."""
+    out = dict(zip(value, _items(value.values()), strict=True))
+    for key in out:
+        if type(key) is not str:
+            return {str(k): v for k, v in out.items()}
     return out
 
 
-def _items(value: tuple[Any, ...] | list[Any]) -> list[Any]:
-    """A tuple's or list's JSON, converted as in ``_mapping``."""
+def _items(value: Iterable[Any]) -> list[Any]:
+    """The JSON of a tuple's, list's or mapping's values, their plain numbers and strings
+    converted inline (no call per value: a plan holds hundreds of them, and --queries
+    serialises thousands of plans)."""
     out = []
     for item in value:
         kind = type(item)

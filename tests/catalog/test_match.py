@@ -67,3 +67,17 @@ def test_the_catalog_lookups_use_it() -> None:
     row = most_specific(rows, applies_to="h100-sxm")
     assert row is not None and row["applies_to"] != "*"
     assert training_factors("h100-sxm").matmul_efficiency_bf16 == float(row["value"])
+
+
+def test_glob_match_is_fnmatchcase() -> None:
+    """Star-only globs are matched without a regular expression: same answers as fnmatch."""
+    import fnmatch
+    import random
+
+    from rigwise.catalog.match import glob_match
+
+    rng = random.Random(3)
+    for _ in range(20_000):
+        name = "".join(rng.choices("ab-*", k=rng.randint(0, 7)))
+        glob = "".join(rng.choices("ab-**?", k=rng.randint(0, 6)))
+        assert glob_match(name, glob) == fnmatch.fnmatchcase(name, glob), (name, glob)

@@ -67,5 +67,5 @@ def test_the_band_says_which_side_when_the_range_excludes_the_estimate() -> None
     macros = Environment(loader=FileSystemLoader(folder)).get_template("_macros.html").module
     assert "similar rigs ran faster" in str(macros.band([11.0, 12.0], value=10.0))  # type: ignore[attr-defined]
     assert "ran slower" in str(macros.band([11.0, 12.0], value=10.0, time=True))  # type: ignore[attr-defined]
-    assert "similar runs used more memory" in str(macros.gband([11e9, 12e9], 10e9))  # type: ignore[attr-defined]
+    assert "similar runs used more memory" in str(macros.band([11e9, 12e9], value=10e9, kind="gb"))  # type: ignore[attr-defined]
     assert "similar" not in str(macros.band([9.0, 12.0], value=10.0))  # type: ignore[attr-defined]

@@ -27,12 +27,24 @@ def _globs(cell: str) -> list[str]:
 
 
 def glob_match(name: str, glob: str) -> bool:
-    """``fnmatchcase``, with a glob that has no wildcard compared as a string: most cells are
-    plain names, and compiling each into a regular expression is most of a command's first
-    lookups."""
-    if "*" in glob or "?" in glob or "[" in glob:
+    """``fnmatchcase``, with a glob that has no wildcard compared as a string and one whose
+    only wildcard is ``*`` matched piece by piece: most cells are plain names or ``nvidia-*``
+    globs, and compiling each into a regular expression was most of a command's first lookups."""
+    if "?" in glob or "[" in glob:
         return fnmatch.fnmatchcase(name, glob)
-    return name == glob
+    if "*" not in glob:
+        return name == glob
+    first, *middle, last = glob.split("*")
+    end = len(name) - len(last)
+    if end < len(first) or not (name.startswith(first) and name.endswith(last)):
+        return False
+    start = len(first)
+    for piece in middle:  # each piece at its leftmost place leaves the most room to the next
+        found = name.find(piece, start, end)
+        if found < 0:
+            return False
+        start = found + len(piece)
+    return True
 
 
 def _literal(pattern: str) -> int:

@@ -148,27 +148,25 @@ def run_queries(path: str, plan: Callable[..., Any], batch: BatchPlanner | None 
     interactive = path == "-"  # a caller feeding stdin may wait for each answer
     chunk = 1 if interactive or batch is None else QUERY_CHUNK
     pending: list[tuple[int, str | None]] = []
-    lines = open_text_lines(path, "queries file", MAX_QUERY_LINE_CHARS)
-    for number, line in _with_end(lines):
-        if number and line is not None and not line.strip():
-            continue
-        if number:
+
+    def answer() -> None:
+        nonlocal worst
+        for result, code in _answers(pending, plan, batch):
+            worst = max(worst, code)
+            sys.stdout.write(encode(result) + "\n")  # already plain JSON values (ASCII)
+        pending.clear()
+        if interactive:
+            sys.stdout.flush()
+
+    for number, line in open_text_lines(path, "queries file", MAX_QUERY_LINE_CHARS):
+        if line is None or line.strip():
             pending.append((number, line))
-        if pending and (len(pending) >= chunk or not number):
-            for result, code in _answers(pending, plan, batch):
-                worst = max(worst, code)
-                sys.stdout.write(encode(result) + "\n")  # already plain JSON values (ASCII)
-            pending = []
-            if interactive:
-                sys.stdout.flush()
+        if len(pending) >= chunk:
+            answer()
+    if pending:
+        answer()
     sys.stdout.flush()
     return worst
-
-
-def _with_end(lines: Any) -> Any:
-    """The numbered lines, then ``(0, None)``: the end, where what is pending is answered."""
-    yield from lines
-    yield 0, None
 
 
 def _answers(

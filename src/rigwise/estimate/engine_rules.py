@@ -10,7 +10,6 @@ break one are never offered (they re-plan and come back not fitting).
 
 from __future__ import annotations
 
-import fnmatch
 import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -24,6 +23,8 @@ from rigwise.units import GiB
 
 @dataclass(frozen=True)
 class Rule:
+    """One row of engine_rules.csv: something an engine refuses to run, with its source."""
+
     name: str
     engines: tuple[str, ...]
     kind: str
@@ -32,11 +33,13 @@ class Rule:
     source: str
 
     def applies(self, engine: str) -> bool:
-        return any(fnmatch.fnmatchcase(engine, p) for p in self.engines)
+        return any(glob_match(engine, p) for p in self.engines)
 
 
 @dataclass(frozen=True)
 class Violation:
+    """A rule a plan breaks, with the message and the rule's source."""
+
     rule: str
     message: str
     source: str
@@ -127,9 +130,7 @@ def _quant_violation(
     engine: str, quant: str, accelerator: Accelerator, active: list[Rule]
 ) -> Violation | None:
     matching = [
-        r
-        for r in active
-        if r.kind == "quant" and any(fnmatch.fnmatchcase(quant, q) for q in r.quants)
+        r for r in active if r.kind == "quant" and any(glob_match(quant, q) for q in r.quants)
     ]
     if not matching or any(meets(accelerator, r.value) for r in matching):
         return None
@@ -174,6 +175,8 @@ def violation(
 
 @dataclass(frozen=True)
 class EngineDefaults:
+    """An engine's defaults (engine_defaults.csv): context, offload, step token budget."""
+
     default_context: int  # 0: prompt + gen
     auto_offload: bool
     source: str
@@ -186,7 +189,7 @@ def engine_defaults(engine: str, memory_bytes: float) -> EngineDefaults:
     """The engine's own context, offload and step-budget defaults on a memory_bytes device."""
     gib = memory_bytes / GiB
     for row in read_csv("engine_defaults.csv"):
-        if not any(fnmatch.fnmatchcase(engine, p) for p in _globs(row["engine"])):
+        if not any(glob_match(engine, p) for p in _globs(row["engine"])):
             continue
         if float(row["min_vram_gb"]) <= gib < float(row["max_vram_gb"]):
             return EngineDefaults(
@@ -204,8 +207,8 @@ def native_format(model: str, engine: str) -> str | None:
     """The format ``model`` is released in, if ``engine`` loads that checkpoint as is
     (model_native_formats.csv); None: the engine's own default applies."""
     for row in read_csv("model_native_formats.csv"):
-        if fnmatch.fnmatchcase(model, row["model"]) and any(
-            fnmatch.fnmatchcase(engine, p) for p in _globs(row["engines"])
+        if glob_match(model, row["model"]) and any(
+            glob_match(engine, p) for p in _globs(row["engines"])
         ):
             return row["quant"]
     return None

@@ -17,6 +17,7 @@ from typing import Any
 from rigwise.catalog.loader import read_csv
 from rigwise.catalog.match import most_specific
 from rigwise.errors import CatalogError, InputError
+from rigwise.estimate.engine_rules import engine_defaults
 from rigwise.hardware import Accelerator, Cluster, Link, Node
 from rigwise.models import ModelSpec
 from rigwise.plans import DOES_NOT_FIT, FITS, TIGHT
@@ -44,6 +45,8 @@ def _device_class(kind: str, vendor: str, memory_type: str) -> str:
 
 @dataclass(frozen=True)
 class EngineOverheads:
+    """What an engine keeps for itself on a device (engine_overheads.csv)."""
+
     engine: str
     memory_fraction: float  # share of device memory the engine lets itself use
     fixed_overhead_bytes: float  # context, graphs, communication buffers
@@ -59,6 +62,8 @@ class EngineOverheads:
     request_overhead_s: float = 0.0  # per request, once: API server (HTTP, tokenise, stream)
     sequence_overhead_s: float = 0.0  # per step, per running sequence beyond the first: host work
     frontend_token_s: float = 0.0  # API-server CPU per streamed output token: caps a replica's rate
+    logits_per_sequence: bool = False  # logits only at each sequence's last token (vLLM), not all
+    logits_bytes: float = _FP32_BYTES  # bytes per vocabulary entry of one logits row at the peak
 
 
 def best_row(file: str, **keys: str) -> dict[str, str]:
@@ -89,6 +94,8 @@ def engine_overheads(engine: str, klass: str) -> EngineOverheads:
         request_overhead_s=float(row.get("request_overhead_ms") or 0.0) * 1e-3,
         sequence_overhead_s=float(row.get("sequence_overhead_us") or 0.0) * 1e-6,
         frontend_token_s=float(row.get("frontend_token_us") or 0.0) * 1e-6,
+        logits_per_sequence=row.get("logits_rows", "tokens") == "sequences",
+        logits_bytes=float(row.get("logits_bytes") or _FP32_BYTES),
     )
 
 
@@ -146,6 +153,8 @@ class Stage:
 
 @dataclass(frozen=True)
 class DeviceMemory:
+    """One device's memory in a plan: weights, KV cache, workspace, overhead, capacity."""
+
     device: str
     accelerator_id: str
     capacity_bytes: float
@@ -181,6 +190,8 @@ class DeviceMemory:
 
 @dataclass(frozen=True)
 class MemoryBreakdown:
+    """Every device's memory, the verdict (fits, tight, does not fit) and its reason."""
+
     per_device: tuple[DeviceMemory, ...]
     verdict: str
     reason: str
@@ -268,6 +279,23 @@ def device_weight_bytes(spec: ModelSpec, stage: Stage, weights_bytes: float) -> 
     return (total - experts) / stage.attention_tp + experts / stage.tp
 
 
+def workspace_bytes(spec: ModelSpec, accelerator: Accelerator, overheads: EngineOverheads) -> float:
+    """Activation peak one device reserves beside weights and KV cache: a few fp32 hidden-state
+    buffers per token of one step, and the logits. llama.cpp keeps fp32 logits for every token
+    of its micro-batch (``workspace_tokens`` = n_ubatch). vLLM sizes its KV cache after a
+    profile run of one scheduler step (``engine_defaults.csv`` step_tokens, its
+    max_num_batched_tokens) whose logits are taken only at the last token of each of
+    min(max_num_seqs, step tokens) sequences and sampled, ``logits_bytes`` per vocabulary entry
+    (engine_overheads.csv ``logits_rows`` / ``logits_bytes``, sourced there)."""
+    tokens = rows = overheads.workspace_tokens
+    if overheads.logits_per_sequence:
+        defaults = engine_defaults(overheads.engine, accelerator.memory_bytes)
+        tokens = defaults.step_tokens or tokens
+        rows = min(tokens, defaults.max_sequences or overheads.max_concurrency)
+    hidden = tokens * _HIDDEN_BUFFERS * spec.hidden_size * _FP32_BYTES
+    return hidden + rows * spec.vocab_size * overheads.logits_bytes
+
+
 def _verdict(need: float, capacity: float, margin: float) -> str:
     if need > capacity:
         return DOES_NOT_FIT
@@ -284,8 +312,7 @@ def stage_memory(
     """Memory of one device of ``stage``; ``weights_bytes``/``kv_bytes`` are for the whole model."""
     weights = device_weight_bytes(spec, stage, weights_bytes)
     kv = kv_bytes * stage.layer_fraction / stage_kv_split(spec, stage)
-    tokens = overheads.workspace_tokens
-    activations = tokens * (spec.vocab_size + _HIDDEN_BUFFERS * spec.hidden_size) * _FP32_BYTES
+    activations = workspace_bytes(spec, stage.accelerator, overheads)
     capacity = usable_memory_bytes(stage.accelerator, overheads)
     offloaded = weights * stage.offloaded_fraction
     need = weights - offloaded + kv + activations + overheads.fixed_overhead_bytes

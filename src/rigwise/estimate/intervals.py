@@ -65,6 +65,8 @@ _UNSEEN = {"device_class", "engine"}
 
 @dataclass(frozen=True)
 class Regime:
+    """The kind of figure a range is for: metric, engine, device class, precision, scale."""
+
     metric: str  # decode | prefill | serving | train_throughput | train_memory | memory
     engine: str  # llama.cpp | tensorrt-llm | ... | training
     device_class: str  # nvidia-gddr, apple-lpddr, cpu ... (inference); a100, h100 (training)
@@ -80,6 +82,8 @@ class Regime:
 
 @dataclass(frozen=True)
 class RegimeRange:
+    """The P10-P90 range (log space) of one regime's validation rows, and their sources."""
+
     regime: Regime
     rows: int
     groups: int  # distinct devices among the rows
@@ -128,6 +132,8 @@ def widths_from(values: Mapping[tuple[str, str], float], metric: str) -> Widths:
 
 @dataclass(frozen=True)
 class Interval:
+    """A figure's range as factors, with the regime asked for and the one that set it."""
+
     low_factor: float  # multiply a rate by these; a time by their inverses (swapped)
     high_factor: float
     regime: str  # the regime asked for

@@ -40,6 +40,8 @@ def _accelerator_names(acc: Accelerator) -> list[str]:
 
 @dataclass(frozen=True)
 class AcceleratorCatalog:
+    """The accelerator rows by name (built once, cached on disk)."""
+
     table: NameTable[Accelerator]
 
     @property

@@ -15,6 +15,8 @@ from rigwise.models.spec import MLASpec
 
 @dataclass(frozen=True)
 class MoEArch:
+    """The experts of a parsed config: counts, sizes and which layers have them."""
+
     num_experts: int
     experts_per_token: int
     expert_intermediate_size: int
@@ -56,6 +58,8 @@ class LinearAttention:
 
 @dataclass(frozen=True)
 class Arch:
+    """A model config read into typed fields (HF config.json, GGUF or catalog file)."""
+
     model_type: str
     num_layers: int
     hidden_size: int

@@ -26,6 +26,8 @@ _VARIANT_WORDS = re.compile(r"(?:^|[\s\-_/])(instruct|it|chat|hf|base)(?=$|[\s\-
 
 @dataclass(frozen=True)
 class CatalogEntry:
+    """One catalog model file: its config and the ``_rigwise`` provenance fields."""
+
     name: str
     aliases: tuple[str, ...]
     hf_repo: str

@@ -17,6 +17,8 @@ from rigwise.models.arch_types import LinearAttention
 
 @dataclass(frozen=True)
 class ParamCount:
+    """Exact parameter counts: by part, in total, active per token, embeddings."""
+
     parts: tuple[tuple[str, int], ...]  # sums to total
     total: int
     active: int  # per token: routed experts only experts_per_token of num_experts

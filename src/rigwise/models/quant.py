@@ -21,6 +21,8 @@ _FILE = "quant_formats.csv"
 
 @dataclass(frozen=True)
 class QuantFormat:
+    """A weights/KV format: bits per weight of each kind of tensor (quant_formats.csv)."""
+
     name: str
     kind: str  # float, llamacpp_block, llamacpp_mix, group_int, nf4, microscaling
     bits_per_weight: float  # matrices, scales included (a mix: its published effective bpw)

@@ -15,6 +15,8 @@ from rigwise.serialize import JsonObject
 
 @dataclass(frozen=True)
 class MoESpec(JsonObject):
+    """The mixture-of-experts part of a model: experts, how many run per token, their sizes."""
+
     num_experts: int  # routed experts per MoE layer
     experts_per_token: int  # routed experts active per token
     expert_intermediate_size: int
@@ -37,6 +39,8 @@ class MLASpec:
 
 @dataclass(frozen=True)
 class ModelSpec:
+    """A model's architecture and exact parameter counts, as the estimators read them."""
+
     name: str
     architecture: str  # HF model_type: llama, qwen3_moe, deepseek_v3, gpt2, ...
     num_layers: int

@@ -31,7 +31,7 @@ def read_public_serving(
             engine=row["engine"],
             tp=int(row["tensor_parallel"]),
             prompt=int(row["input_len"]),
-            gen=int(row["output_len"]),
+            gen=_generated_tokens(row),
             concurrency=int(row["concurrency"]),
             **_layout(row),
         )
@@ -56,6 +56,19 @@ def read_public_serving(
             skip=skip,
             arrivals=arrivals,
         )
+
+
+def _generated_tokens(row: dict[str, str]) -> int:
+    """Output tokens per request to plan with: the cap asked (``output_len``), except for the
+    throughput metrics (serving, tpot) of a row that publishes the run's mean output
+    (``mean_output_len``: output tokens / requests of the same table), where the requests that
+    stopped at their end-of-sequence token made the run generate fewer tokens than the cap:
+    a workload fact, as the run went. TTFT rows keep the cap: ``in_phase_share`` reads the
+    mean against it."""
+    mean = float(row.get("mean_output_len") or 0.0)
+    if mean > 0 and row["serving_metric"] in ("serving", "tpot"):
+        return max(1, round(mean))
+    return int(row["output_len"])
 
 
 _LAYOUT_COLUMNS = (

@@ -74,15 +74,8 @@ def predicted_gib(row: Mapping[str, str], memory: Any) -> float:
     """The counter the source read: ``peak_allocated_gib`` (``torch.cuda.max_memory_allocated``)
     is the tensors alone (weights, gradients, optimizer state, activations); the other
     quantities (reserved memory, nvidia-smi) are compared with the total."""
-    if row.get("quantity") == "peak_allocated_gib":
-        tensors = (
-            memory.weights_bytes
-            + memory.gradients_bytes
-            + memory.optimizer_bytes
-            + memory.activations_bytes
-        )
-        return float(tensors) / GIB
-    return float(memory.total_bytes) / GIB
+    allocated = row.get("quantity") == "peak_allocated_gib"
+    return float(memory.tensor_bytes if allocated else memory.total_bytes) / GIB
 
 
 def finetune_memory_cases(directory: Path) -> Iterator[Comparison]:

@@ -1,0 +1,85 @@
+"""InferOptions is checked without pydantic where it can be, with pydantic's results: the same
+values and the same errors as the pydantic model made from the same declarations."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from rigwise.api.infer_options import InferOptions
+from rigwise.errors import RigwiseError, validation_message
+from rigwise.option_fields import pydantic_model
+
+BASE = {"model": "llama-3.1-8b"}
+INPUTS = [
+    {"on": "rtx-4090"},
+    {"prompt": "8k", "gen": "1k", "context": 16384},
+    {"prompt": 0},
+    {"prompt": 1.5},
+    {"prompt": 2.0},
+    {"prompt": True},
+    {"prompt": None},
+    {"prompt": "abc"},
+    {"concurrency": "max"},
+    {"concurrency": "4"},
+    {"concurrency": 0},
+    {"concurrency": 2.5},
+    {"engine": "LlamaCpp"},
+    {"engine": "vlm"},
+    {"engine": 3},
+    {"engine_build": "2024-05"},
+    {"engine_build": "yesterday"},
+    {"offload": "maybe"},
+    {"split": "tensor", "tp": 2},
+    {"tp": 0, "pp": 0, "dp": 0, "ep": 0},
+    {"nodes": 100_001},
+    {"nodes": "2"},
+    {"power_limit": 300.0},
+    {"power_limit": 300},
+    {"power_limit": 0},
+    {"power_limit": float("nan")},
+    {"levers": "yes"},
+    {"levers": 0},
+    {"calibration": {"decode_bandwidth_efficiency": 0.8}},
+    {"calibration": {"decode_bandwidth_efficiency": 1}},
+    {"calibration": [1]},
+    {"disagg": {"prefill": {"tp": 4}, "decode": {"tp": 4}}},
+    {"disagg": {"prefill": {"tp": "x"}}},
+    {"bogus": 1},
+    {"model": 5},
+]
+
+
+def _outcome(validate: object, data: dict[str, object]) -> object:
+    """The fields made, or the error raised (type and message)."""
+    try:
+        options = validate(data)  # type: ignore[operator]
+    except (RigwiseError, ValueError) as exc:
+        return type(exc).__name__, validation_message(exc, "Bad option", most=99)
+    return {name: getattr(options, name) for name in InferOptions.__dataclass_fields__}
+
+
+@pytest.mark.parametrize("given", INPUTS)
+def test_options_are_what_the_pydantic_model_makes(given: dict[str, object]) -> None:
+    data = {**BASE, **given}
+    expected = _outcome(pydantic_model(InferOptions).model_validate, data)
+    assert _outcome(InferOptions.model_validate, data) == expected
+    if "bogus" not in data:  # an unknown keyword is a TypeError of the dataclass's __init__
+        assert _outcome(lambda d: InferOptions(**d), data) == expected
+
+
+def test_a_missing_model_is_pydantics_error() -> None:
+    assert _outcome(InferOptions.model_validate, {"on": "rtx-4090"})[0] == "ValidationError"
+
+
+def test_well_typed_options_do_not_import_pydantic() -> None:
+    code = (
+        "import sys\nfrom rigwise.api.infer_options import InferOptions\n"
+        "o = InferOptions.model_validate({'model': 'm', 'prompt': '8k', 'concurrency': 'max',"
+        " 'engine': 'vllm', 'power_limit': 250.0, 'levers': False})\n"
+        "assert o.prompt == 8000 and o.engine == 'vllm'\nprint('pydantic' in sys.modules)"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert run.stdout.strip() == "False"

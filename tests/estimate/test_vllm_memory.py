@@ -1,0 +1,80 @@
+"""vLLM's memory accounting (``inference_memory.workspace_bytes``) and AWQ checkpoint sizes.
+
+Expected values come from the formulas in ``engine_overheads.csv`` (vLLM's profile run: logits at
+the last token of min(max_num_seqs, max_num_batched_tokens) sequences, 28 B per vocabulary entry
+through the sampler) and from published checkpoint sizes, not from any validation row.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from rigwise.api._lookup import cached_model
+from rigwise.api.infer import plan_inference
+from rigwise.estimate.inference_memory import device_class, engine_overheads, workspace_bytes
+from rigwise.hardware import get_accelerator
+from rigwise.plans import DOES_NOT_FIT
+
+GB = 1e9
+HIDDEN_BUFFERS_BYTES = 4 * 4  # four fp32 hidden-state buffers per token of a step
+
+
+def _workspace(model: str, gpu: str, engine: str) -> float:
+    accelerator = get_accelerator(gpu)
+    overheads = engine_overheads(engine, device_class(accelerator))
+    return workspace_bytes(cached_model(model), accelerator, overheads)
+
+
+def test_vllm_profiles_one_step_of_2048_tokens_and_256_logit_rows_below_70_gib() -> None:
+    # engine_defaults.csv: below 70 GiB vLLM's API server takes max_num_batched_tokens 2048 and
+    # max_num_seqs 256; Qwen3-30B-A3B: hidden 2048, vocabulary 151,936 (its config.json).
+    expected = 2048 * HIDDEN_BUFFERS_BYTES * 2048 + 256 * 151_936 * 28
+    assert _workspace("qwen3-coder-30b-a3b", "rtx-4090", "vllm") == pytest.approx(expected)
+
+
+def test_vllm_profiles_8192_tokens_and_1024_logit_rows_from_70_gib() -> None:
+    # engine_defaults.csv: from 70 GiB (not an A100), 8192 tokens and 1024 sequences.
+    expected = 8192 * HIDDEN_BUFFERS_BYTES * 2048 + 1024 * 151_936 * 28
+    assert _workspace("qwen3-coder-30b-a3b", "h100-sxm", "vllm") == pytest.approx(expected)
+
+
+def test_llama_cpp_keeps_fp32_logits_for_every_token_of_its_micro_batch() -> None:
+    # n_ubatch 512 x (vocab + 4 x hidden) x 4 B (engine_overheads.csv llama.cpp row), unchanged.
+    expected = 512 * (151_936 + 4 * 2048) * 4
+    assert _workspace("qwen3-coder-30b-a3b", "rtx-4090", "llama.cpp") == pytest.approx(expected)
+
+
+def test_awq_llama_70b_weighs_what_its_safetensors_files_weigh() -> None:
+    # hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4 (same shapes as Llama-3.3-70B; AutoAWQ
+    # GEMM, 4 bits, group 128, embeddings and lm_head fp16), huggingface.co tree at commits
+    # fbbe33c / db9578a: 4.97 + 6 x 4.89 + 3.36 + 2.1 (the fp16 lm_head) = 39.77 GB.
+    published = (4.97 + 6 * 4.89 + 3.36 + 2.1) * GB
+    weights = cached_model("llama-3.3-70b").weights_bytes("AWQ-4bit-g128")
+    assert weights == pytest.approx(published, rel=0.01)
+
+
+def test_awq_llama_70b_on_two_24_gb_cards_leaves_room_for_a_kv_cache() -> None:
+    # vLLM --pipeline-parallel-size 2 on two 24 GiB cards: a stage holds 40 layers and either the
+    # embeddings or the lm_head (equal sizes), half of 39.77 GB; plus the profile run (2048 x 16 B
+    # x 8192 hidden + 256 x 128,256 x 28 B) and 0.5 GB beside it, inside 0.9 x 24 GiB.
+    stage = (4.97 + 6 * 4.89 + 3.36 + 2.1) * GB / 2
+    profile = 2048 * HIDDEN_BUFFERS_BYTES * 8192 + 256 * 128_256 * 28 + 0.5 * GB
+    room = 0.9 * 24 * 2**30 - stage - profile
+    plan = plan_inference(
+        model="llama-3.3-70b",
+        on="2x rtx-4090",
+        engine="vllm",
+        quant="AWQ-4bit-g128",
+        kv_quant="fp8",
+        tp=1,
+        pp=2,
+        prompt=1000,
+        gen=1000,
+        levers=False,
+    )
+    assert plan.verdict != DOES_NOT_FIT
+    free = [
+        d.capacity_bytes - d.weights_bytes - d.activations_bytes - d.overhead_bytes
+        for d in plan.memory.per_device
+    ]
+    assert min(free) == pytest.approx(room, rel=0.02)
