@@ -81,32 +81,67 @@ def _empty(value: object) -> bool:
 
 def _dataclass(value: object) -> dict[str, Json]:
     cls = type(value)
+    convert = _CONVERTERS.get(cls)
+    if convert is None:
+        convert = _CONVERTERS[cls] = _converter(cls)
+    return convert(value)
+
+
+# A converter per dataclass: straight-line code with the class's field names and keys written in
+# (made once per class, as ``dataclasses`` makes ``__init__``), so that a plan of a few dozen
+# fields costs no loop, tuple unpacking or flag test per field.
+_CONVERTERS: dict[type, Callable[[Any], dict[str, Json]]] = {}
+
+_PLAIN_FIELD = """\
+    item = value.{name}
+    kind = type(item)
+    if kind is float:
+        out[{key!r}] = item if isfinite(item) else None
+    elif kind is str or kind is int or kind is bool or item is None:
+        out[{key!r}] = item
+    else:
+        out[{key!r}] = to_jsonable(item)
+"""
+
+
+def _converter(cls: type) -> Callable[[Any], dict[str, Json]]:
+    """The function that makes ``cls``'s JSON object; fields with metadata take ``_shaped``."""
     fields, properties = _plan(cls)
-    out: dict[str, Json] = {}
-    for name, key, flags, inner in fields:
-        item = getattr(value, name)
-        kind = type(item)
-        if not flags and inner is None:  # the common case: a plain field
-            if kind is float:
-                out[key] = item if math.isfinite(item) else None
-            elif kind is str or kind is int or kind is bool or item is None:
-                out[key] = item
-            else:
-                out[key] = to_jsonable(item)
-            continue
-        if flags & _OMIT and _empty(item):
-            continue
-        converted = None if flags & _NULL and _empty(item) else to_jsonable(item)
-        if inner is not None and isinstance(converted, dict):
-            converted = {str(inner.get(k, k)): v for k, v in converted.items()}
-        if flags & _INLINE and isinstance(converted, dict):
-            out.update(converted)
+    lines = ["def convert(value):", "    out = {}"]
+    for index, (name, key, flags, inner) in enumerate(fields):
+        if not flags and inner is None:
+            lines.append(_PLAIN_FIELD.format(name=name, key=key))
         else:
-            out[key] = converted
-    for name in properties:
-        out[name] = to_jsonable(getattr(value, name))
-    finish = _FINISH.get(cls)
-    return finish(out) if finish is not None else out
+            lines.append(f"    shaped(out, value.{name}, fields[{index}])")
+    lines += [f"    out[{name!r}] = to_jsonable(value.{name})" for name in properties]
+    lines += ["    finish = finishes.get(cls)", "    return out if finish is None else finish(out)"]
+    scope: dict[str, Any] = {
+        "isfinite": _isfinite,
+        "to_jsonable": to_jsonable,
+        "shaped": _shaped,
+        "fields": fields,
+        "finishes": _FINISH,
+        "cls": cls,
+    }
+    exec("\n".join(lines), scope)  # the source above: names of a class's fields
+    convert: Callable[[Any], dict[str, Json]] = scope["convert"]
+    return convert
+
+
+def _shaped(
+    out: dict[str, Json], item: object, field: tuple[str, str, int, Mapping[str, str] | None]
+) -> None:
+    """A field with JSON metadata (see the module's docstring) into ``out``."""
+    _, key, flags, inner = field
+    if flags & _OMIT and _empty(item):
+        return
+    converted = None if flags & _NULL and _empty(item) else to_jsonable(item)
+    if inner is not None and isinstance(converted, dict):
+        converted = {str(inner.get(k, k)): v for k, v in converted.items()}
+    if flags & _INLINE and isinstance(converted, dict):
+        out.update(converted)
+    else:
+        out[key] = converted
 
 
 class JsonObject:

@@ -131,3 +131,28 @@ def test_train_queries_answer_as_each_plan_alone(
     assert max(scored) == 7
     broken = [a for a in alone if "tp does not divide" in a.get("reason", "")]
     assert len(broken) == 3 and sum("error" in a for a in alone) == 3
+
+
+def test_repeated_lines_are_planned_once_and_answered_each(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A line whose text came before is answered from that line's plan (the same JSON), and a
+    repeated bad line still names its own line number."""
+    from rigwise.api import infer
+
+    planned: list[Any] = []
+    plan = infer._plan
+
+    def counted(opts: Any) -> Any:
+        planned.append(opts)
+        return plan(opts)
+
+    monkeypatch.setattr(infer, "_plan", counted)
+    good = json.dumps({"model": "llama-3.1-8b", "on": "rtx-4090", "levers": False})
+    other = json.dumps({"model": "llama-3.1-8b", "on": "rtx-4090", "gen": 64, "levers": False})
+    bad = json.dumps({"model": "llama-3.1-8b", "on": "rtx-4900"})
+    answers, code = _queries(tmp_path, "infer", [good, bad, good, other, bad, good])
+    assert len(planned) == 3  # good, bad (its error is raised while planning) and other
+    assert answers[0] == answers[2] == answers[5] != answers[3]
+    assert answers[1]["error"].startswith("line 2:") and answers[4]["error"].startswith("line 5:")
+    assert code == 2

@@ -129,6 +129,9 @@ def finish(plan: Any, as_json: bool, render: Callable[[Any], None]) -> int:
 
 MAX_QUERY_LINE_CHARS = 65_536  # bytes of one JSON line of --queries
 QUERY_CHUNK = 512  # lines of a queries file planned together by a batch planner
+MEMO_LINES = 65_536  # distinct lines whose answers --queries keeps for lines that repeat them
+# The one-line JSON of --queries answers: no check for cycles (plain values from to_jsonable).
+ENCODE = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
 
 # A batch planner: the plans (or the exception each query raised) of many option objects, in
 # order, evaluated together where they share a model and hardware (api/train_batch.py).
@@ -140,20 +143,24 @@ def run_queries(path: str, plan: Callable[..., Any], batch: BatchPlanner | None 
     order; a bad line gives ``{"error", "hint"}`` naming its line number. Exit: the worst line
     (0 all fit, 1 some infeasible, 2 some bad input, 70 an internal error). With ``batch``, a
     file's lines are planned QUERY_CHUNK at a time (stdin stays one line at a time: a caller
-    may wait for each answer); the answers are the same as ``plan`` gives line by line."""
+    may wait for each answer); the answers are the same as ``plan`` gives line by line. A line
+    whose text an earlier line had is answered from that line's outcome (planning is a pure
+    function of the options): sweeps repeat queries, and a plan's JSON is most of its cost."""
     from rigwise.validate_input import open_text_lines
 
     worst = EXIT_OK
-    encode = json.JSONEncoder(separators=(",", ":")).encode
     interactive = path == "-"  # a caller feeding stdin may wait for each answer
     chunk = 1 if interactive or batch is None else QUERY_CHUNK
     pending: list[tuple[int, str | None]] = []
+    memo: dict[str, Any] = {}
 
     def answer() -> None:
         nonlocal worst
-        for result, code in _answers(pending, plan, batch):
+        if len(memo) > MEMO_LINES:
+            memo.clear()
+        for text, code in _answers(pending, plan, batch, memo):
             worst = max(worst, code)
-            sys.stdout.write(encode(result) + "\n")  # already plain JSON values (ASCII)
+            sys.stdout.write(text)
         pending.clear()
         if interactive:
             sys.stdout.flush()
@@ -170,19 +177,37 @@ def run_queries(path: str, plan: Callable[..., Any], batch: BatchPlanner | None 
 
 
 def _answers(
-    lines: list[tuple[int, str | None]], plan: Callable[..., Any], batch: BatchPlanner | None
-) -> list[tuple[Any, int]]:
-    """(JSON result, exit code) of each numbered line."""
+    lines: list[tuple[int, str | None]],
+    plan: Callable[..., Any],
+    batch: BatchPlanner | None,
+    memo: dict[str, Any],
+) -> list[tuple[str, int]]:
+    """(JSON line, exit code) of each numbered line. ``memo``: line text -> its plan's
+    (JSON line, exit code), or the exception planning it raised (answered per line: its
+    message names the line)."""
     parsed = [_parse(number, line) for number, line in lines]
-    queries = [query for query in parsed if isinstance(query, dict)]
+    fresh: dict[str, dict[str, Any]] = {}  # line text -> options, planned once below
+    for (_, line), query in zip(lines, parsed, strict=True):
+        if isinstance(query, dict) and line not in memo:
+            fresh.setdefault(line, query)  # type: ignore[arg-type]  # a dict came from a line
+    queries = list(fresh.values())
     if batch is not None and len(queries) > 1:
-        outcomes = iter(batch(queries))
+        outcomes = batch(queries)
     else:
-        outcomes = iter(_outcome(plan, query) for query in queries)
+        outcomes = [_outcome(plan, query) for query in queries]
+    for line, outcome in zip(fresh, outcomes, strict=True):
+        memo[line] = outcome
     answers = []
-    for (number, _), query in zip(lines, parsed, strict=True):
-        outcome = next(outcomes) if isinstance(query, dict) else query
-        answers.append(_answer(number, outcome))
+    for (number, line), query in zip(lines, parsed, strict=True):
+        outcome = memo[line] if isinstance(query, dict) else query  # type: ignore[index]
+        if isinstance(outcome, tuple):  # a plan already written
+            answers.append(outcome)
+            continue
+        result, code = _answer(number, outcome)
+        text = ENCODE(result) + "\n"  # already plain JSON values (ASCII)
+        if not isinstance(outcome, BaseException) and code != EXIT_INTERNAL:
+            memo[line] = (text, code)  # type: ignore[index]
+        answers.append((text, code))
     return answers
 
 

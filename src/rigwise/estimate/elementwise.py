@@ -9,9 +9,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
+_NUMBER = (int, float)  # a tuple: isinstance with it is faster than with ``int | float``
+
 
 def _plain(*values: Any) -> bool:
-    return all(isinstance(v, int | float) for v in values)
+    for value in values:  # noqa: SIM110  # a loop, not all(generator): called per formula
+        if not isinstance(value, _NUMBER):
+            return False
+    return True
 
 
 def as_float(value: Any) -> Any:
