@@ -1,7 +1,7 @@
 """vLLM's memory accounting (``inference_memory.workspace_bytes``) and AWQ checkpoint sizes.
 
 Expected values come from the formulas in ``engine_overheads.csv`` (vLLM's profile run: logits at
-the last token of min(max_num_seqs, max_num_batched_tokens) sequences, 28 B per vocabulary entry
+the last token of min(max_num_seqs, max_num_batched_tokens) sequences, 14 B per vocabulary entry
 through the sampler) and from published checkpoint sizes, not from any validation row.
 """
 
@@ -28,13 +28,13 @@ def _workspace(model: str, gpu: str, engine: str) -> float:
 def test_vllm_profiles_one_step_of_2048_tokens_and_256_logit_rows_below_70_gib() -> None:
     # engine_defaults.csv: below 70 GiB vLLM's API server takes max_num_batched_tokens 2048 and
     # max_num_seqs 256; Qwen3-30B-A3B: hidden 2048, vocabulary 151,936 (its config.json).
-    expected = 2048 * HIDDEN_BUFFERS_BYTES * 2048 + 256 * 151_936 * 28
+    expected = 2048 * HIDDEN_BUFFERS_BYTES * 2048 + 256 * 151_936 * 14
     assert _workspace("qwen3-coder-30b-a3b", "rtx-4090", "vllm") == pytest.approx(expected)
 
 
 def test_vllm_profiles_8192_tokens_and_1024_logit_rows_from_70_gib() -> None:
     # engine_defaults.csv: from 70 GiB (not an A100), 8192 tokens and 1024 sequences.
-    expected = 8192 * HIDDEN_BUFFERS_BYTES * 2048 + 1024 * 151_936 * 28
+    expected = 8192 * HIDDEN_BUFFERS_BYTES * 2048 + 1024 * 151_936 * 14
     assert _workspace("qwen3-coder-30b-a3b", "h100-sxm", "vllm") == pytest.approx(expected)
 
 
@@ -56,9 +56,9 @@ def test_awq_llama_70b_weighs_what_its_safetensors_files_weigh() -> None:
 def test_awq_llama_70b_on_two_24_gb_cards_leaves_room_for_a_kv_cache() -> None:
     # vLLM --pipeline-parallel-size 2 on two 24 GiB cards: a stage holds 40 layers and either the
     # embeddings or the lm_head (equal sizes), half of 39.77 GB; plus the profile run (2048 x 16 B
-    # x 8192 hidden + 256 x 128,256 x 28 B) and 0.5 GB beside it, inside 0.9 x 24 GiB.
+    # x 8192 hidden + 256 x 128,256 x 14 B) and 0.5 GB beside it, inside 0.9 x 24 GiB.
     stage = (4.97 + 6 * 4.89 + 3.36 + 2.1) * GB / 2
-    profile = 2048 * HIDDEN_BUFFERS_BYTES * 8192 + 256 * 128_256 * 28 + 0.5 * GB
+    profile = 2048 * HIDDEN_BUFFERS_BYTES * 8192 + 256 * 128_256 * 14 + 0.5 * GB
     room = 0.9 * 24 * 2**30 - stage - profile
     plan = plan_inference(
         model="llama-3.3-70b",

@@ -32,7 +32,12 @@ from rigwise.estimate.inference_memory import (
     expert_weight_share,
     stage_kv_split,
 )
-from rigwise.estimate.inference_moe import expert_gemm_factor
+from rigwise.estimate.inference_moe import (
+    expert_gemm_factor,
+    moe_kernel,
+    moe_kernel_seconds,
+    routed_expert_flops_per_token,
+)
 from rigwise.estimate.launch_overhead import clock_scale
 from rigwise.hardware import Accelerator, Link
 from rigwise.models import ModelSpec
@@ -292,24 +297,35 @@ def decode_stage_parts(
     kv /= stage_kv_split(ctx.spec, stage)
     bandwidth = acc.memory_bandwidth_bytes_per_s * eff.decode_bandwidth_efficiency
     dequant = 1 + extra_traffic_ratio(ctx.engine, ctx.quant)  # unfused kernels move more
-    weights = reads.device_dense * dequant / bandwidth
-    weights += reads.device_experts * dequant / (bandwidth * eff.moe_expert_efficiency)
+    dense = reads.device_dense * dequant / bandwidth
+    experts = reads.device_experts * dequant / (bandwidth * eff.moe_expert_efficiency)
     cache = kv / (acc.memory_bandwidth_bytes_per_s * eff.decode_kv_bandwidth_efficiency)
     matmul, attention = flops_parts(ctx.spec, context)
     single = batch == 1  # a bool, or a bool array when a search passes batches as an array
     compute_eff = eff.serving_compute_efficiency + single * (
         eff.decode_compute_efficiency - eff.serving_compute_efficiency
     )
-    per_flop = batch * stage.layer_fraction / stage.tp
-    per_flop /= peak_flops(acc, eff.prefill_dtype) * compute_eff
-    gemm, attend = (weights, matmul * per_flop), (cache, attention * per_flop)
-    memory, compute = kernel_rooflines(gemm, attend) if kernels else kernel_sums(gemm, attend)
+    share = batch * stage.layer_fraction / stage.tp
+    peak = peak_flops(acc, eff.prefill_dtype)
+    per_flop = share / (peak * compute_eff)
+    grouped = moe_kernel(ctx.engine, device_class(acc)).gemm_efficiency if ctx.spec.moe else 0.0
+    if grouped:  # the routed experts' grouped GEMMs are their own kernels, at their own reach
+        expert_flops = routed_expert_flops_per_token(ctx.spec)
+        gemms = [
+            (dense, (matmul - expert_flops) * per_flop),
+            (experts, expert_flops * share / (peak * grouped)),
+        ]
+    else:
+        gemms = [(dense + experts, matmul * per_flop)]
+    kernel_list = (*gemms, (cache, attention * per_flop))
+    memory, compute = kernel_rooflines(*kernel_list) if kernels else kernel_sums(*kernel_list)
     layers = ctx.spec.num_layers * stage.layer_fraction
     return {
         "memory_bandwidth": memory,
         "compute": compute,
         "host_offload": _host_seconds(ctx, stage, reads.host),
-        "kernel_overhead": layers * eff.decode_overhead_per_layer_s * clock_scale(ctx.engine, acc),
+        "kernel_overhead": layers * eff.decode_overhead_per_layer_s * clock_scale(ctx.engine, acc)
+        + moe_kernel_seconds(ctx.spec, ctx.engine, stage, touched_share(ctx, batch)),
         "tensor_parallel_comm": _tp_comm(ctx, stage, batch),
     }
 

@@ -34,7 +34,11 @@ def decode_step_seconds(
     Pipelined engines split the batch into one micro-batch per stage and keep every stage
     busy: a stage runs its layers once per micro-batch, so its weights are read ``pp`` times
     per step (pipeline parallelism adds KV capacity, not weight bandwidth; Narayanan et al.
-    2021 Sec. 2.2). Others (llama.cpp) run the stages in turn.
+    2021 Sec. 2.2). vLLM V0 ran one virtual engine per stage (vllm-project/vllm RFC #4461);
+    V1 keeps a queue of ``pp`` batches in flight, each of requests the others do not hold
+    (PR #13064: ``max_concurrent_batches`` = PP size, a request is not scheduled again until
+    its output returns). For an MoE a micro-batch of B / pp sequences reads only the experts
+    its tokens touch (``inference.touched_share``). Others (llama.cpp) run the stages in turn.
     """
     pipelined = ctx.overheads.pipelined_serving and len(stages) > 1
     micro = -(-batch // len(stages)) if pipelined else batch

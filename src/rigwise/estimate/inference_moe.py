@@ -12,7 +12,17 @@ models' shapes, where the curve is near 1), so only the expert share of the FLOP
 
 from __future__ import annotations
 
-from rigwise.estimate.inference_memory import Stage, routed_expert_matrices
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+from rigwise.estimate.inference_memory import (
+    Stage,
+    best_row,
+    device_class,
+    routed_expert_matrices,
+)
+from rigwise.estimate.launch_overhead import boost_clock_hz
 from rigwise.models import ModelSpec
 
 
@@ -49,3 +59,46 @@ def expert_gemm_factor(spec: ModelSpec, stage: Stage, tokens: int, matmul_flops:
     shape = float(shape_efficiency(expert_smallest_dim(spec, stage, tokens), factors))
     share = min(1.0, expert / matmul_flops)
     return 1.0 + share * (1.0 / shape - 1.0)
+
+
+@dataclass(frozen=True)
+class MoEKernel:
+    """An engine's fused MoE block in decode (``moe_kernel_overheads.csv``)."""
+
+    layer_s: float  # GPU time per MoE layer beyond streaming the experts' weights
+    expert_s: float  # and per routed expert the step touches on the device
+    reference_hz: float | None  # the clock both hold at (None: not scaled)
+    gemm_efficiency: float  # share of the dtype's peak its grouped GEMMs reach (0: not split)
+
+
+@functools.cache
+def moe_kernel(engine: str, klass: str) -> MoEKernel:
+    """The ``moe_kernel_overheads.csv`` row for ``engine`` on device class ``klass``."""
+    row = best_row("moe_kernel_overheads.csv", engine=engine, device_class=klass)
+    clock = row["reference_clock_mhz"]
+    return MoEKernel(
+        layer_s=float(row["moe_layer_overhead_us"] or 0.0) * 1e-6,
+        expert_s=float(row["expert_overhead_us"] or 0.0) * 1e-6,
+        reference_hz=float(clock) * 1e6 if clock else None,
+        gemm_efficiency=float(row["expert_gemm_efficiency"] or 0.0),
+    )
+
+
+def moe_kernel_seconds(spec: ModelSpec, engine: str, stage: Stage, touched: Any) -> Any:
+    """GPU time of one decode step's fused MoE blocks on one device of ``stage`` beyond
+    streaming the experts' bytes: per MoE layer a fixed cost plus one per routed expert the
+    step touches on the device (``touched``: share of the experts, ``inference.touched_share``;
+    an expert-parallel rank holds E / ep of them), in GPU cycles: scaled by the data's
+    reference clock over the device's boost clock. 0 for dense models and engines without
+    such a row."""
+    moe = spec.moe
+    if moe is None:
+        return 0.0
+    kernel = moe_kernel(engine, device_class(stage.accelerator))
+    if not kernel.layer_s and not kernel.expert_s:
+        return 0.0
+    clock = boost_clock_hz(stage.accelerator.id)
+    scale = kernel.reference_hz / clock if kernel.reference_hz and clock else 1.0
+    layers = (moe.num_moe_layers or spec.num_layers) * stage.layer_fraction
+    experts = moe.num_experts / max(1, stage.ep) * touched
+    return layers * (kernel.layer_s + kernel.expert_s * experts) * scale
