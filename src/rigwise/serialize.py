@@ -82,15 +82,44 @@ def _empty(value: object) -> bool:
 def _dataclass(value: object) -> dict[str, Json]:
     cls = type(value)
     convert = _CONVERTERS.get(cls)
-    if convert is None:
-        convert = _CONVERTERS[cls] = _converter(cls)
-    return convert(value)
+    if convert is not None:
+        return convert(value)
+    seen = _SEEN[cls] = _SEEN.get(cls, 0) + 1
+    if seen >= COMPILE_AFTER:
+        _CONVERTERS[cls] = _converter(cls)
+    return _generic(value, cls)
 
 
 # A converter per dataclass: straight-line code with the class's field names and keys written in
-# (made once per class, as ``dataclasses`` makes ``__init__``), so that a plan of a few dozen
-# fields costs no loop, tuple unpacking or flag test per field.
+# (as ``dataclasses`` makes ``__init__``), so that a plan of a few dozen fields costs no loop,
+# tuple unpacking or flag test per field. Compiling one costs about as much as converting ~50
+# objects, so a class gets one once it has been converted COMPILE_AFTER times (--queries, the
+# web API): a single plan's --json stays on the loop below.
+COMPILE_AFTER = 64
 _CONVERTERS: dict[type, Callable[[Any], dict[str, Json]]] = {}
+_SEEN: dict[type, int] = {}
+
+
+def _generic(value: object, cls: type) -> dict[str, Json]:
+    fields, properties = _plan(cls)
+    out: dict[str, Json] = {}
+    for field in fields:
+        name, key, flags, inner = field
+        item = getattr(value, name)
+        kind = type(item)
+        if flags or inner is not None:
+            _shaped(out, item, field)
+        elif kind is float:
+            out[key] = item if _isfinite(item) else None
+        elif kind is str or kind is int or kind is bool or item is None:
+            out[key] = item
+        else:
+            out[key] = to_jsonable(item)
+    for name in properties:
+        out[name] = to_jsonable(getattr(value, name))
+    finish = _FINISH.get(cls)
+    return out if finish is None else finish(out)
+
 
 _PLAIN_FIELD = """\
     item = value.{name}
