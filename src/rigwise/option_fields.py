@@ -60,8 +60,12 @@ def _accepts(hint: Any) -> Accepts:
             type(value) is dict and all(key(k) and item(v) for k, v in value.items())
         )
     if args and origin in (typing.Union, type(int | None)):
-        members = tuple(_accepts(a) for a in args)
-        return lambda value: any(accepts(value) for accepts in members)
+        members = tuple(_accepts(a) for a in args if a is not type(None))
+        if len(members) == 1 and len(args) == 2:  # an optional value: the common case, fast
+            inner = members[0]
+            return lambda value: value is None or inner(value)
+        optional = len(members) < len(args)
+        return lambda value: (optional and value is None) or any(a(value) for a in members)
     return lambda value: False  # a type this check does not know: pydantic's
 
 
