@@ -136,3 +136,16 @@ def test_a_plan_that_does_not_fit_has_no_range() -> None:
     assert not plan.fits
     assert phase_range(plan, "decode") is None
     assert phase_range(plan, "prefill") is None
+
+
+def test_reloaded_widths_empty_the_ranges_kept_per_setup() -> None:
+    """Plans memoise their ranges per (engine, devices, quant); a rewritten widening file
+    (``validate intervals --write``) must not leave the old ranges in use."""
+    from rigwise.estimate import plan_intervals
+    from rigwise.estimate.intervals import reload_widening
+
+    plan_intervals._ranges("llama.cpp", "nvidia-gddr", "Q4_K_M", 1, False)
+    assert plan_intervals._ranges.cache_info().currsize > 0
+    reload_widening()
+    assert plan_intervals._ranges.cache_info().currsize == 0
+    assert plan_intervals._memory_interval.cache_info().currsize == 0

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -362,11 +362,17 @@ def _widening_rows() -> dict[tuple[str, str], float]:
     }
 
 
+# What layers above memoise from ``lookup`` (plan_intervals' ranges per setup): emptied with it.
+ON_RELOAD: list[Callable[[], None]] = []
+
+
 def reload_widening() -> None:
     """Read WIDENING_FILE again (after ``rigwise validate intervals --write`` rewrote it)."""
     _widening_rows.cache_clear()
     packaged_widths.cache_clear()
     lookup.cache_clear()
+    for clear in ON_RELOAD:
+        clear()
 
 
 @functools.cache

@@ -15,6 +15,7 @@ from typing import Any
 
 from rigwise.estimate.intervals import (
     ANY,
+    ON_RELOAD,
     WIDEN_UNSEEN,
     Interval,
     Regime,
@@ -136,17 +137,8 @@ def add_inference_intervals(data: dict[str, Any]) -> dict[str, Any]:
     if where is None:
         return data
     device_class, devices = where
-    concurrency = (data.get("workload") or {}).get("concurrency", 1)
-
-    def regime(metric: str) -> Interval | None:
-        at = inference_regime(metric, data["engine"], device_class, data["quant"], devices)
-        return lookup(at, devices)
-
-    found: dict[str, Interval | None] = {"decode": regime("decode"), "prefill": regime("prefill")}
-    found["ttft"] = _ttft(regime("ttft"), found["prefill"])
-    batched = concurrency != 1
-    found["serving"] = regime("serving") if batched else found["decode"]
-    found["memory"] = _memory_interval(devices)
+    batched = (data.get("workload") or {}).get("concurrency", 1) != 1
+    found = _ranges(data["engine"], device_class, data["quant"], devices, batched)
     if (r := found["decode"]) and data.get("decode"):
         _set(data["decode"], "tokens_per_s", r.rate(data["decode"]["tokens_per_s"]))
         _set(data["decode"], "seconds_per_token", r.time(data["decode"]["seconds_per_token"]))
@@ -174,6 +166,25 @@ def add_inference_intervals(data: dict[str, Any]) -> dict[str, Any]:
     _latency_and_energy(data, found)
     data["intervals"] = {k: v.to_dict() for k, v in found.items() if v is not None}
     return data
+
+
+@functools.lru_cache(maxsize=1024)  # --queries asks for the same few setups thousands of times
+def _ranges(
+    engine: str, device_class: str, quant: str, devices: int, batched: bool
+) -> dict[str, Interval | None]:
+    """The interval of each part of a plan's JSON (read, never changed, by the caller)."""
+
+    def regime(metric: str) -> Interval | None:
+        return lookup(inference_regime(metric, engine, device_class, quant, devices), devices)
+
+    found: dict[str, Interval | None] = {"decode": regime("decode"), "prefill": regime("prefill")}
+    found["ttft"] = _ttft(regime("ttft"), found["prefill"])
+    found["serving"] = regime("serving") if batched else found["decode"]
+    found["memory"] = _memory_interval(devices)
+    return found
+
+
+ON_RELOAD.extend((_ranges.cache_clear, _memory_interval.cache_clear))
 
 
 def _ttft(own: Interval | None, prefill: Interval | None) -> Interval | None:
