@@ -12,6 +12,7 @@ import pytest
 from rigwise.api._lookup import cached_model
 from rigwise.api.infer import plan_inference
 from rigwise.estimate.inference_memory import device_class, engine_overheads, workspace_bytes
+from rigwise.estimate.serving import resident_kv_tokens
 from rigwise.hardware import get_accelerator
 from rigwise.plans import DOES_NOT_FIT
 
@@ -78,3 +79,39 @@ def test_awq_llama_70b_on_two_24_gb_cards_leaves_room_for_a_kv_cache() -> None:
         for d in plan.memory.per_device
     ]
     assert min(free) == pytest.approx(room, rel=0.02)
+
+
+def test_a_paged_engine_holds_half_the_output_on_average_a_reserving_one_all_of_it() -> None:
+    # engine_overheads.csv kv_reservation: vLLM allocates KV blocks as a sequence grows (Kwon et
+    # al. 2023, PagedAttention), so over a decode of 1000 tokens after a 1000-token prompt a
+    # request holds 1000 + 1000 / 2; TensorRT-LLM's GUARANTEED_NO_EVICT reserves all 2000.
+    vllm = engine_overheads("vllm", "nvidia-gddr")
+    trt = engine_overheads("tensorrt-llm", "nvidia-hbm")
+    assert resident_kv_tokens(vllm, 1000, 1000, 8192) == 1500
+    assert resident_kv_tokens(vllm, 100, 1901, 8192) == 100 + 951  # rounded up
+    assert resident_kv_tokens(vllm, 1000, 1000, 1200) == 1200  # never past the context
+    assert resident_kv_tokens(trt, 1000, 1000, 8192) == 2000
+
+
+def test_vllm_runs_what_its_free_kv_cache_holds_at_the_mean_resident_length() -> None:
+    # Qwen3-30B-A3B bf16 KV: 48 layers x 4 KV heads x 128 x 2 (K, V) x 2 B = 98,304 B per token.
+    # One 24 GiB card: 0.9 x 24 GiB - weights - profile run - 0.5 GB, over 1500 tokens a request.
+    plan = plan_inference(
+        model="qwen3-coder-30b-a3b",
+        on="rtx-4090",
+        engine="vllm",
+        quant="AWQ-4bit-g128",
+        prompt=1000,
+        gen=1000,
+        concurrency=400,
+        levers=False,
+    )
+    device = plan.memory.per_device[0]
+    free = (
+        0.9 * 24 * 2**30
+        - device.weights_bytes
+        - _workspace("qwen3-coder-30b-a3b", "rtx-4090", "vllm")
+        - 0.5 * GB
+    )
+    assert plan.serving is not None
+    assert plan.serving.running_batch == int(free // (98_304 * 1500))

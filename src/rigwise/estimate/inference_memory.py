@@ -64,6 +64,7 @@ class EngineOverheads:
     frontend_token_s: float = 0.0  # API-server CPU per streamed output token: caps a replica's rate
     logits_per_sequence: bool = False  # logits only at each sequence's last token (vLLM), not all
     logits_bytes: float = _FP32_BYTES  # bytes per vocabulary entry of one logits row at the peak
+    kv_grows: bool = False  # KV blocks allocated as a sequence grows (paged), not at admission
 
 
 def best_row(file: str, **keys: str) -> dict[str, str]:
@@ -96,6 +97,7 @@ def engine_overheads(engine: str, klass: str) -> EngineOverheads:
         frontend_token_s=float(row.get("frontend_token_us") or 0.0) * 1e-6,
         logits_per_sequence=row.get("logits_rows", "tokens") == "sequences",
         logits_bytes=float(row.get("logits_bytes") or _FP32_BYTES),
+        kv_grows=row.get("kv_reservation", "request") == "growing",
     )
 
 

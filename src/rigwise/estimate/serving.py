@@ -10,8 +10,9 @@ prefilled in compute-bound chunks mixed into the decode steps (chunked prefill, 
 
 The running batch B is bounded by the engine's ``max_batch`` (vLLM ``--max-num-seqs`` 256,
 SGLang ``max_running_requests``, TensorRT-LLM ``max_batch_size``) and by the KV cache the free
-memory holds at the full request length (PagedAttention blocks; TensorRT-LLM's default
-GUARANTEED_NO_EVICT scheduler reserves the whole request). Requests beyond B wait in a queue:
+memory holds (``resident_kv_tokens``): at the full request length where the engine reserves it
+at admission (TensorRT-LLM's default GUARANTEED_NO_EVICT scheduler), at prompt + gen / 2 where
+PagedAttention blocks are allocated as a sequence grows (vLLM). Requests beyond B wait in a queue:
 with N requests kept in flight (a closed loop, as benchmark clients do), Little's law (Little
 1961, L = lambda W) gives each request's time in the system ``N x gen / aggregate``; what is not
 service is queueing, and it is added to the time to first token. Only one request that cannot
@@ -53,7 +54,7 @@ from rigwise.estimate.inference_batched import (
     decode_step_seconds,
     prefill_seconds_per_token_batched,
 )
-from rigwise.estimate.inference_memory import MemoryBreakdown, Stage, kv_split
+from rigwise.estimate.inference_memory import EngineOverheads, MemoryBreakdown, Stage, kv_split
 from rigwise.estimate.serving_frontend import (
     burst_ttft_seconds,
     frontend_batch,
@@ -208,6 +209,17 @@ def kv_capacity_bytes(spec: ModelSpec, stages: tuple[Stage, ...], memory: Memory
         split = kv_split(spec, stage.attention_tp) * stage.attention_dp
         capacities.append(free * split / max(stage.layer_fraction, 1e-9))
     return min(capacities) if capacities else 0.0
+
+
+def resident_kv_tokens(overheads: EngineOverheads, prompt: int, gen: int, context: int) -> int:
+    """KV tokens one running request holds, for the running batch the cache admits. An engine
+    that reserves the whole request at admission (TensorRT-LLM GUARANTEED_NO_EVICT, llama.cpp
+    slots) holds prompt + gen; a paged engine that allocates blocks as a sequence grows and
+    preempts when they run out (vLLM; engine_overheads.csv ``kv_reservation`` growing, sourced
+    there) holds prompt + gen / 2 on average over the decode, the lengths of a closed loop's
+    staggered requests being spread evenly over it."""
+    full = min(context, prompt + gen)
+    return min(full, prompt + -(-gen // 2)) if overheads.kv_grows else full
 
 
 def max_concurrency(
@@ -365,7 +377,7 @@ def serve_plan(
     with no KV cache. ``max_batch`` defaults to the engine's."""
     prompt, gen, context = shape
     cap = max_batch or engine_max_batch(ctx, stages)
-    request = min(context, prompt + gen)
+    request = resident_kv_tokens(ctx.overheads, prompt, gen, context)
     most = max_concurrency(ctx.spec, stages, free_memory, request, ctx.kv_dtype, cap)
     wanted = most * replicas if concurrency == "max" else int(concurrency)
     gpus = sum(stage.tp for stage in stages)

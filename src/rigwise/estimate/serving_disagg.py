@@ -24,6 +24,7 @@ from rigwise.estimate.serving import (
     engine_max_batch,
     max_concurrency,
     replica_costs,
+    resident_kv_tokens,
 )
 from rigwise.hardware import Link
 from rigwise.plans import DOES_NOT_FIT
@@ -102,7 +103,7 @@ def serve_disagg(
         ctx, pre.stages, network, prompt, 1, prefill
     ).prefill_seconds_per_token
     prefill_rate = pre.role.workers / max(prompt * per_token, 1e-12)  # requests / s
-    most = decode_capacity(ctx, dec, min(context, prompt + gen))
+    most = decode_capacity(ctx, dec, resident_kv_tokens(ctx.overheads, prompt, gen, context))
     gpus = pre.role.gpus + dec.role.gpus
     if most < 1:
         inf = float("inf")

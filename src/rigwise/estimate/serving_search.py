@@ -36,6 +36,7 @@ from rigwise.estimate.serving import (
     closed_loop_ttft_seconds,
     engine_max_batch,
     max_concurrency,
+    resident_kv_tokens,
     step_token_budget,
     wave_tpot_seconds,
     wave_ttft_seconds,
@@ -154,7 +155,8 @@ def build_shape(
         return "memory: one request does not fit"
     cap = request.max_batch or engine_max_batch(ctx, stages)
     free = memory_for(stages, ctx, 0.0)
-    most = max_concurrency(ctx.spec, stages, free, request_tokens, ctx.kv_dtype, cap)
+    resident = resident_kv_tokens(ctx.overheads, request.prompt, request.gen, request_tokens)
+    most = max_concurrency(ctx.spec, stages, free, resident, ctx.kv_dtype, cap)
     if most < 1:
         return "memory: no room for the KV cache"
     return Shape(
