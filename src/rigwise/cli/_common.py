@@ -176,6 +176,9 @@ def run_queries(path: str, plan: Callable[..., Any], batch: BatchPlanner | None 
     return worst
 
 
+_SEEN = object()  # in place of the options of a line whose text an earlier line had
+
+
 def _answers(
     lines: list[tuple[int, str | None]],
     plan: Callable[..., Any],
@@ -185,7 +188,8 @@ def _answers(
     """(JSON line, exit code) of each numbered line. ``memo``: line text -> its plan's
     (JSON line, exit code), or the exception planning it raised (answered per line: its
     message names the line)."""
-    parsed = [_parse(number, line) for number, line in lines]
+    # a line seen before parsed to options then: its outcome is in memo, no need to parse it
+    parsed = [_SEEN if line in memo else _parse(number, line) for number, line in lines]
     fresh: dict[str, dict[str, Any]] = {}  # line text -> options, planned once below
     for (_, line), query in zip(lines, parsed, strict=True):
         if isinstance(query, dict) and line not in memo:
@@ -199,7 +203,8 @@ def _answers(
         memo[line] = outcome
     answers = []
     for (number, line), query in zip(lines, parsed, strict=True):
-        outcome = memo[line] if isinstance(query, dict) else query  # type: ignore[index]
+        seen = query is _SEEN or isinstance(query, dict)
+        outcome = memo[line] if seen else query  # type: ignore[index]
         if isinstance(outcome, tuple):  # a plan already written
             answers.append(outcome)
             continue
