@@ -115,3 +115,21 @@ def test_vllm_runs_what_its_free_kv_cache_holds_at_the_mean_resident_length() ->
     )
     assert plan.serving is not None
     assert plan.serving.running_batch == int(free // (98_304 * 1500))
+
+
+def test_a_cap_on_running_requests_sizes_vllms_profile_logits() -> None:
+    # --max-batch is vLLM's --max-num-seqs: its profile run takes logits at min(max_num_seqs,
+    # step tokens) rows, so a cap of 8 on a 24 GiB card keeps 8 rows instead of the default 256
+    # (Llama 3.1 8B: 128,256 vocabulary entries x 14 B each through the sampler).
+    accelerator = get_accelerator("rtx-4090")
+    overheads = engine_overheads("vllm", device_class(accelerator))
+    spec = cached_model("llama-3.1-8b")
+    default = workspace_bytes(spec, accelerator, overheads)
+    capped = workspace_bytes(spec, accelerator, overheads, max_sequences=8)
+    assert default - capped == pytest.approx((256 - 8) * 128_256 * 14, rel=1e-9)
+    plans = [
+        plan_inference(model="llama-3.1-8b", on="rtx-4090", engine="vllm", levers=False, **cap)
+        for cap in ({}, {"max_batch": 8})
+    ]
+    free = [p.memory.per_device[0].activations_bytes for p in plans]
+    assert free[0] - free[1] == pytest.approx((256 - 8) * 128_256 * 14, rel=1e-9)

@@ -152,7 +152,7 @@ class _Setup:
 # The options a setup depends on (the rest vary per request): see _setup.
 _SETUP_FIELDS = (
     "model", "on", "nodes", "network", "cluster", "quant", "kv_quant", "concurrency", "engine",
-    "host", "split", "tp", "pp", "dp", "ep", "attention_dp", "engine_build",
+    "host", "split", "tp", "pp", "dp", "ep", "attention_dp", "engine_build", "max_batch",
 )  # fmt: skip
 _setup_key = operator.attrgetter(*_SETUP_FIELDS)
 _SETUPS: dict[tuple[object, ...], _Setup] = {}
@@ -196,6 +196,7 @@ def _setup(opts: InferOptions) -> _Setup:
         offload_efficiency=catalog_efficiency(engine, "cpu", quant.lower()),
         calibration=opts.calibration,
         engine_build=opts.engine_build,
+        max_sequences=opts.max_batch,
     )
     idle = tuple(_idle_devices(laid, cluster, stages, spec.num_layers))
     return _Setup(update, layout_note, spec, cluster, stages, ctx, idle)

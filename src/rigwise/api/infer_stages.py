@@ -178,7 +178,14 @@ def memory_of(
     engine: str,
 ) -> MemoryBreakdown:
     devices = [
-        stage_memory(spec, s, ctx.weights_bytes, kv_bytes, overheads(engine, s.accelerator))
+        stage_memory(
+            spec,
+            s,
+            ctx.weights_bytes,
+            kv_bytes,
+            overheads(engine, s.accelerator),
+            ctx.max_sequences,
+        )
         for s in stages
     ]
     return summarize(devices, list(stages))

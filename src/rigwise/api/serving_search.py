@@ -89,6 +89,7 @@ def search_serving_layouts(
             overheads=_stages.overheads(engine, stages[0].accelerator),
             offload_efficiency=catalog_efficiency(engine, "cpu", quant.lower()),
             calibration=None,
+            max_sequences=opts.max_batch,
         )
         return stages, ctx, None
 

@@ -210,7 +210,7 @@ def _answers(
             continue
         result, code = _answer(number, outcome)
         text = ENCODE(result) + "\n"  # already plain JSON values (ASCII)
-        if not isinstance(outcome, BaseException) and code != EXIT_INTERNAL:
+        if code in (EXIT_OK, EXIT_INFEASIBLE):  # an error's text names its own line number
             memo[line] = (text, code)  # type: ignore[index]
         answers.append((text, code))
     return answers

@@ -69,6 +69,14 @@ def command(write: bool, as_json: bool) -> int:
     for key, r in sorted(table.items()):
         click.echo(f"{key:52} {r.rows:>5} {_pct(r.log_q10):>7} {_pct(r.log_q90):>7}")
     _print_coverage(comparisons, coarse, fine)
+    _print_widening(fits)
+    click.echo(latency_text(comparisons))
+    if written:
+        click.echo(f"\nwrote {written}")
+    return EXIT_OK
+
+
+def _print_widening(fits: list[Any]) -> None:
     click.echo("\nwidth factors calibrated now on held-out coverage (all rows):")
     for f in fits:
         d = f.to_dict()
@@ -80,10 +88,6 @@ def command(write: bool, as_json: bool) -> int:
             f"{f.groups} devices: coverage {d['coverage_unwidened']:.0%} unwidened, "
             f"{d['coverage_chosen']:.0%} chosen"
         )
-    click.echo(latency_text(comparisons))
-    if written:
-        click.echo(f"\nwrote {written}")
-    return EXIT_OK
 
 
 def _print_coverage(comparisons: list[Any], coarse: list[Any], fine: list[Any]) -> None:

@@ -8,6 +8,9 @@ Sec. 2). Prefill is compute-bound: ``flops_per_token`` over the prompt (Kaplan e
 Layer split runs stages in turn, so their times add; tensor parallel pays two all-reduces of
 the hidden state per layer (Shoeybi et al. 2019, Megatron-LM Sec. 3). The fraction of the peak
 reached is data (``efficiency_inference.csv``), per engine x device class x quant kernel.
+
+Over 400 lines on purpose: the stage roofline, its context and the prefill/decode phases built
+from it are one estimate; the batched and MoE parts already live in their own modules.
 """
 
 from __future__ import annotations
@@ -147,6 +150,7 @@ class Context:
     offload_efficiency: Efficiency | None
     calibration: Mapping[str, float] | None
     engine_build: str | None = None  # an older build's kernels (engine_builds.csv); None: current
+    max_sequences: int | None = None  # the user's cap on running requests (vLLM --max-num-seqs)
 
 
 _MEMO: dict[tuple[str, int, int, str], tuple[ModelSpec, Any]] = {}

@@ -5,6 +5,9 @@ holding ``layer_fraction`` of the layers (layer split = one device per stage; te
 a whole node per stage). Engine reservations (CUDA context, vLLM's memory fraction, llama.cpp's
 compute buffer) come from ``catalog/data/engine_overheads.csv``; Apple's GPU wired-memory limit
 from ``apple_memory_limits.csv``. Nothing here hard-codes a spec.
+
+Over 400 lines on purpose: every term of one device's memory sum (weights, KV, workspace,
+overhead, the verdict and the offload that answers it) is read in one place.
 """
 
 from __future__ import annotations
@@ -281,19 +284,25 @@ def device_weight_bytes(spec: ModelSpec, stage: Stage, weights_bytes: float) -> 
     return (total - experts) / stage.attention_tp + experts / stage.tp
 
 
-def workspace_bytes(spec: ModelSpec, accelerator: Accelerator, overheads: EngineOverheads) -> float:
+def workspace_bytes(
+    spec: ModelSpec,
+    accelerator: Accelerator,
+    overheads: EngineOverheads,
+    max_sequences: int | None = None,
+) -> float:
     """Activation peak one device reserves beside weights and KV cache: a few fp32 hidden-state
     buffers per token of one step, and the logits. llama.cpp keeps fp32 logits for every token
     of its micro-batch (``workspace_tokens`` = n_ubatch). vLLM sizes its KV cache after a
     profile run of one scheduler step (``engine_defaults.csv`` step_tokens, its
     max_num_batched_tokens) whose logits are taken only at the last token of each of
     min(max_num_seqs, step tokens) sequences and sampled, ``logits_bytes`` per vocabulary entry
-    (engine_overheads.csv ``logits_rows`` / ``logits_bytes``, sourced there)."""
+    (engine_overheads.csv ``logits_rows`` / ``logits_bytes``, sourced there); a cap the user
+    sets on running requests (``max_sequences``, vLLM's --max-num-seqs) replaces the default."""
     tokens = rows = overheads.workspace_tokens
     if overheads.logits_per_sequence:
         defaults = engine_defaults(overheads.engine, accelerator.memory_bytes)
         tokens = defaults.step_tokens or tokens
-        rows = min(tokens, defaults.max_sequences or overheads.max_concurrency)
+        rows = min(tokens, max_sequences or defaults.max_sequences or overheads.max_concurrency)
     hidden = tokens * _HIDDEN_BUFFERS * spec.hidden_size * _FP32_BYTES
     return hidden + rows * spec.vocab_size * overheads.logits_bytes
 
@@ -310,11 +319,13 @@ def stage_memory(
     weights_bytes: float,
     kv_bytes: float,
     overheads: EngineOverheads,
+    max_sequences: int | None = None,
 ) -> DeviceMemory:
-    """Memory of one device of ``stage``; ``weights_bytes``/``kv_bytes`` are for the whole model."""
+    """Memory of one device of ``stage``; ``weights_bytes``/``kv_bytes`` are for the whole model;
+    ``max_sequences``: the user's cap on running requests (sizes an engine's workspace)."""
     weights = device_weight_bytes(spec, stage, weights_bytes)
     kv = kv_bytes * stage.layer_fraction / stage_kv_split(spec, stage)
-    activations = workspace_bytes(spec, stage.accelerator, overheads)
+    activations = workspace_bytes(spec, stage.accelerator, overheads, max_sequences)
     capacity = usable_memory_bytes(stage.accelerator, overheads)
     offloaded = weights * stage.offloaded_fraction
     need = weights - offloaded + kv + activations + overheads.fixed_overhead_bytes
