@@ -12,6 +12,7 @@ import hashlib
 import hmac
 import os
 import secrets
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,11 +84,25 @@ def bearer(header: str | None) -> str | None:
 
 
 def write_secret(path: Path, secret: str) -> None:
-    """Write a secret readable by its owner only (mode 0600), replacing any old one."""
+    """Write a secret readable by its owner only (mode 0600), replacing any old one at once: it
+    goes to a file of its own beside ``path`` (mkstemp: 0600), synced, then renamed over it, so
+    a process killed mid-write leaves the old file whole, never an empty or half-written one
+    (a truncated ``ledger-head`` read as a cut ledger after a killed coordinator)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-        handle.write(secret + "\n")
+    for stale in path.parent.glob(f".{path.name}.*.tmp"):  # left by a process killed here
+        stale.unlink(missing_ok=True)
+    descriptor, temporary = tempfile.mkstemp(
+        dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"
+    )
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(secret + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
     path.chmod(0o600)
 
 
