@@ -81,26 +81,6 @@ def _empty(value: object) -> bool:
 
 def _dataclass(value: object) -> dict[str, Json]:
     cls = type(value)
-    convert = _CONVERTERS.get(cls)
-    if convert is not None:
-        return convert(value)
-    seen = _SEEN[cls] = _SEEN.get(cls, 0) + 1
-    if seen >= COMPILE_AFTER:
-        _CONVERTERS[cls] = _converter(cls)
-    return _generic(value, cls)
-
-
-# A converter per dataclass: straight-line code with the class's field names and keys written in
-# (as ``dataclasses`` makes ``__init__``), so that a plan of a few dozen fields costs no loop,
-# tuple unpacking or flag test per field. Compiling one costs about as much as converting ~50
-# objects, so a class gets one once it has been converted COMPILE_AFTER times (--queries, the
-# web API): a single plan's --json stays on the loop below.
-COMPILE_AFTER = 64
-_CONVERTERS: dict[type, Callable[[Any], dict[str, Json]]] = {}
-_SEEN: dict[type, int] = {}
-
-
-def _generic(value: object, cls: type) -> dict[str, Json]:
     fields, properties = _plan(cls)
     out: dict[str, Json] = {}
     for field in fields:
@@ -119,42 +99,6 @@ def _generic(value: object, cls: type) -> dict[str, Json]:
         out[name] = to_jsonable(getattr(value, name))
     finish = _FINISH.get(cls)
     return out if finish is None else finish(out)
-
-
-_PLAIN_FIELD = """\
-    item = value.{name}
-    kind = type(item)
-    if kind is float:
-        out[{key!r}] = item if isfinite(item) else None
-    elif kind is str or kind is int or kind is bool or item is None:
-        out[{key!r}] = item
-    else:
-        out[{key!r}] = to_jsonable(item)
-"""
-
-
-def _converter(cls: type) -> Callable[[Any], dict[str, Json]]:
-    """The function that makes ``cls``'s JSON object; fields with metadata take ``_shaped``."""
-    fields, properties = _plan(cls)
-    lines = ["def convert(value):", "    out = {}"]
-    for index, (name, key, flags, inner) in enumerate(fields):
-        if not flags and inner is None:
-            lines.append(_PLAIN_FIELD.format(name=name, key=key))
-        else:
-            lines.append(f"    shaped(out, value.{name}, fields[{index}])")
-    lines += [f"    out[{name!r}] = to_jsonable(value.{name})" for name in properties]
-    lines += ["    finish = finishes.get(cls)", "    return out if finish is None else finish(out)"]
-    scope: dict[str, Any] = {
-        "isfinite": _isfinite,
-        "to_jsonable": to_jsonable,
-        "shaped": _shaped,
-        "fields": fields,
-        "finishes": _FINISH,
-        "cls": cls,
-    }
-    exec("\n".join(lines), scope)  # the source above: names of a class's fields
-    convert: Callable[[Any], dict[str, Json]] = scope["convert"]
-    return convert
 
 
 def _shaped(
