@@ -225,7 +225,12 @@ def _with_offload(
         share = 0.0
         if can_offload(s):
             share = offload_fraction(
-                spec, s, ctx.weights_bytes, kv_bytes, overheads(engine, s.accelerator)
+                spec,
+                s,
+                ctx.weights_bytes,
+                kv_bytes,
+                overheads(engine, s.accelerator),
+                ctx.max_sequences,
             )
         moved.append(replace(s, offloaded_fraction=share))
     return tuple(moved)

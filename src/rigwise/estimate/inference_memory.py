@@ -367,10 +367,16 @@ def summarize(devices: list[DeviceMemory], stages: list[Stage]) -> MemoryBreakdo
 
 
 def offload_fraction(
-    spec: ModelSpec, stage: Stage, weights_bytes: float, kv_bytes: float, overheads: EngineOverheads
+    spec: ModelSpec,
+    stage: Stage,
+    weights_bytes: float,
+    kv_bytes: float,
+    overheads: EngineOverheads,
+    max_sequences: int | None = None,
 ) -> float:
-    """Share of the stage's weights to move to host RAM so the device fits (0 if it fits)."""
-    probe = stage_memory(spec, stage, weights_bytes, kv_bytes, overheads)
+    """Share of the stage's weights to move to host RAM so the device fits (0 if it fits);
+    ``max_sequences`` as for ``stage_memory``."""
+    probe = stage_memory(spec, stage, weights_bytes, kv_bytes, overheads, max_sequences)
     if probe.verdict != DOES_NOT_FIT or not stage.host_memory_bytes:
         return 0.0
     excess = probe.total_bytes - probe.capacity_bytes * (1.0 - overheads.tight_margin)
