@@ -16,6 +16,7 @@ documented there) or its fields as keywords, and return frozen plans (``rigwise.
 import importlib
 from typing import Any as _Any
 
+from rigwise import dataclass_code as _dataclass_code
 from rigwise.errors import (
     CatalogError,
     GridError,
@@ -27,6 +28,9 @@ from rigwise.errors import (
 )
 
 __version__ = "0.1.0"
+
+# Before any of rigwise's dataclasses is made: their generated methods' code is kept on disk.
+_dataclass_code.install()
 
 # public name -> module it lives in
 _LAZY = {

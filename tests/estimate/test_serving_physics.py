@@ -188,3 +188,18 @@ def test_the_h100_burst_row_cannot_have_run_its_500_requests_in_one_batch() -> N
     )  # fmt: skip
     assert plan.serving is not None and plan.serving.running_batch == 500
     assert plan.serving.aggregate_tokens_per_s < 1e6 / 77.8  # the engine, not the front end
+
+
+def test_marlin_w4a16_streams_weights_at_the_kernel_benchmark_share_on_hbm() -> None:
+    # H100, N = K = 8192 channelwise, M = 1: torch-w16a16 2.30 TFLOP/s, marlin-w4a16 4.98
+    # (inclusionAI/humming PR #2); a 4-bit weight is a quarter of the bytes
+    share = 4.98 / 2.30 / 4
+    for engine in ("vllm", "sglang"):
+        dense = catalog_efficiency(engine, "nvidia-hbm", "bf16").decode_bandwidth_efficiency
+        for quant in ("awq-4bit-g128", "gptq-4bit-g128"):
+            marlin = catalog_efficiency(engine, "nvidia-hbm", quant).decode_bandwidth_efficiency
+            assert marlin == round(dense * share, 2)
+            # GDDR cards ask a third of the bytes per SM of an H100: they keep the 16-bit row
+            gddr = catalog_efficiency(engine, "nvidia-gddr", quant)
+            plain = catalog_efficiency(engine, "nvidia-gddr", "bf16")
+            assert gddr.decode_bandwidth_efficiency == plain.decode_bandwidth_efficiency

@@ -23,6 +23,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TypeVar
 
+from rigwise.dataclass_code import cache_folder_name, trusted
+
 T = TypeVar("T")
 
 _FORMAT = 1  # bump when the layout of the cache files changes
@@ -32,18 +34,8 @@ KEEP = 8  # entries kept per table: several checkouts or versions side by side d
 def cache_folder() -> Path | None:
     """``$RIGWISE_CACHE_DIR``, else ``$XDG_CACHE_HOME/rigwise``, else ``~/.cache/rigwise``;
     None when the cache is off (``RIGWISE_NO_CACHE``) or no home folder is known."""
-    if os.environ.get("RIGWISE_NO_CACHE"):
-        return None
-    explicit = os.environ.get("RIGWISE_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME")
-    if base:
-        return Path(base) / "rigwise"
-    try:
-        return Path.home() / ".cache" / "rigwise"
-    except RuntimeError:  # no home folder (some service accounts)
-        return None
+    name = cache_folder_name()
+    return None if name is None else Path(name)
 
 
 def content_key(name: str, files: Iterable[Path]) -> str:
@@ -55,13 +47,6 @@ def content_key(name: str, files: Iterable[Path]) -> str:
         digest.update(path.read_bytes())
         digest.update(b"\0")
     return digest.hexdigest()
-
-
-def _trusted(path: Path) -> bool:
-    """Our own file that nobody else may rewrite (a pickle runs code when loaded)."""
-    info = path.stat()
-    owner_ok = not hasattr(os, "getuid") or info.st_uid == os.getuid()
-    return owner_ok and not info.st_mode & 0o022
 
 
 def cached_build(name: str, files: Iterable[Path], build: Callable[[], T]) -> T:
@@ -78,7 +63,7 @@ def cached_build(name: str, files: Iterable[Path], build: Callable[[], T]) -> T:
     except OSError:
         return build()
     try:
-        if _trusted(path):
+        if trusted(str(path)):
             with path.open("rb") as handle:
                 value: T = pickle.load(handle)
             return value
