@@ -1,5 +1,5 @@
 import sys
 
-from rigwise.cli import main
+from rigwise.cli import run
 
-sys.exit(main())
+sys.exit(run())

@@ -93,7 +93,7 @@ class CodeCache:
         try:
             if trusted(path):
                 with open(path, "rb") as handle:
-                    table = marshal.load(handle)
+                    table = marshal.loads(handle.read())  # load(file) reads piece by piece
                 if isinstance(table, dict):
                     return table
         except Exception:  # missing, unreadable or corrupt: compile as before

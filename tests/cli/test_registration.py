@@ -50,3 +50,20 @@ def test_help_imports_no_command_module() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.stderr.strip().splitlines()[-1] == "[]"
     assert "infer" in done.stdout and "oi" in done.stdout
+
+
+def test_the_process_entry_point_returns_mains_code_and_freezes_what_is_left(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import gc
+    import tomllib
+    from pathlib import Path
+
+    import rigwise.cli
+
+    project = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    assert project["project"]["scripts"]["rigwise"] == "rigwise.cli:run"
+    frozen: list[bool] = []
+    monkeypatch.setattr(gc, "freeze", lambda: frozen.append(True))
+    assert rigwise.cli.run(["model", "no-such-model-at-all"]) == 2
+    assert frozen == [True]

@@ -300,3 +300,24 @@ def test_embedding_in_its_own_fsdp_unit_is_resharded_after_the_forward() -> None
     # A tied embedding is the head's weight: it stays unsharded with the head.
     tied = dataclasses.replace(geo, tied=True, head_params=0.0)
     assert float(state_memory(tied, own, lay)[0][0]) == float(state_memory(tied, work, lay)[0][0])
+
+
+def test_eager_cross_entropy_peaks_at_twelve_bytes_per_logit() -> None:
+    # F.cross_entropy on fp32 logits, as its backward starts: log_softmax's saved fp32 output,
+    # nll_loss's dense fp32 gradient and _log_softmax_backward_data's fp32 result (PyTorch
+    # derivatives.yaml): 4 + 4 + 4 bytes per logit over 4096 tokens x 128256 vocabulary.
+    geo, lay = geometry(llama()), arrays(recompute="full", micro_batch=1)
+    fused = Workload(method="lora", seq_len=4096, fused_loss=True)
+    eager = dataclasses.replace(fused, fused_loss=False)
+    extra = float(activation_memory(geo, eager, lay)[0] - activation_memory(geo, fused, lay)[0])
+    assert extra == pytest.approx(4096 * 128256 * 12.0)
+
+
+def test_per_op_sac_keeps_every_other_matmul_output() -> None:
+    # torchtitan per-op SAC saves the outputs of the 1st, 3rd, 5th and 7th matmul of a Llama
+    # block (wq 2ad, wv 2kd, w1 2f, w2 2h), the attention output (2ad) and the block input
+    # (2h); wk, wo and w3 are recomputed. Llama 3.1 8B: 4h + 4ad + 2kd + 2f bytes per token.
+    h, a, k, d, f = 4096, 32, 8, 128, 14336
+    work = Workload(seq_len=8192, selective_policy="op", fused_loss=True)
+    got = activations_no_logits(llama(), work, recompute="selective", micro_batch=1)
+    assert got == pytest.approx(32 * 8192 * (4 * h + 4 * a * d + 2 * k * d + 2 * f), rel=1e-9)

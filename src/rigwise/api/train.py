@@ -110,6 +110,7 @@ def _workload(opts: TrainOptions, spec: ModelSpec, gpus: int, seq: int) -> Workl
         chunked_loss=opts.chunked_loss,
         fused_loss=opts.fused_loss,
         embedding_own_unit=opts.embedding_own_unit,
+        torch_fsdp=opts.torch_fsdp,
         paged_optimizer=paged,
         tokens=tokens,
     )

@@ -96,6 +96,8 @@ class TrainOptions(BaseModel):
     """Cross-entropy fused with the output projection (Cut Cross-Entropy: no logits kept)."""
     embedding_own_unit: bool = False
     """FSDP wraps the embedding in its own unit, resharded after the forward (torchtitan)."""
+    torch_fsdp: bool = False
+    """ZeRO-3 by PyTorch FSDP: fp32 shards are the master weights; gradients freed per step."""
     paged_optimizer: bool | None = None
     """Optimizer state paged to host memory (default: on for qlora)."""
     selective_policy: Literal["attention", "op"] = "attention"

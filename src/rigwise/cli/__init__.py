@@ -8,6 +8,7 @@ error (one line; ``--debug`` prints the traceback). With ``--json`` errors are J
 
 from __future__ import annotations
 
+import gc
 import importlib
 import importlib.util
 import sys
@@ -153,9 +154,20 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 
 def main(argv: list[str] | None = None) -> Any:
-    """Console-script entry point."""
+    """The command line in this process: its exit code (tests call it in-process)."""
     return cli.main(args=argv, prog_name="rigwise", standalone_mode=False)
 
 
+def run(argv: list[str] | None = None) -> Any:
+    """Console-script and ``python -m rigwise`` entry point: ``main``, in a process that ends
+    right after. Every object left is then moved out of the collector's reach (``gc.freeze``):
+    the interpreter's last collection at exit would otherwise walk all of them, modules and
+    catalogs included, only to find them alive (~6 % of ``rigwise infer``'s instructions).
+    Nothing is lost: memory goes back to the system at exit either way."""
+    code = main(argv)
+    gc.freeze()
+    return code
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    sys.exit(run())

@@ -63,6 +63,10 @@ class Workload:
     # (torchtitan since PR #1094, 2025-07-28): only the final norm and output head stay
     # unsharded between the forward and the backward, not the embedding.
     embedding_own_unit: bool = False
+    # ZeRO-3 is PyTorch FSDP (FSDP1 or FSDP2 fully_shard) with a mixed-precision policy: each
+    # shard stays in the parameters' fp32 and is what the optimizer steps (no 2-byte copy),
+    # and gradients, set to None by zero_grad between steps, exist only from the backward on.
+    torch_fsdp: bool = False
     # QLoRA's adapter optimizer state paged to host memory under pressure (bitsandbytes
     # paged optimizers; Dettmers et al. 2023 Sec. 3).
     paged_optimizer: bool = False

@@ -10,11 +10,11 @@ is reported: stage 0 holds the embedding and ``p`` microbatches in flight.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from rigwise.estimate.compute import TrainingFactors
+from rigwise.estimate.training_fsdp import grads_absent_at_peak, master_shard_bytes
 from rigwise.estimate.training_layout import Geometry, LayoutArrays, Workload
 
 ACT_BYTES = 2.0  # bf16/fp16 activations (fp8 training keeps activations in bf16)
@@ -57,10 +57,10 @@ def optimizer_bytes(optimizer: str, pure_bf16: bool = False) -> float:
 NF4_CONSTANT_BYTES = 0.127 / 8.0  # the block constants (absmax) of double quantisation
 NF4_BYTES = 4.0 / 8.0 + NF4_CONSTANT_BYTES
 ADAPTER_BYTES_PER_PARAM = 16.0
-# Peak of the loss on the last stage per logit: in the cross-entropy backward the fp32 log-probs
-# (saved by log_softmax), their fp32 gradient and the bf16 gradient handed to the output matmul
-# are alive together (PyTorch log_softmax/nll_loss autograd; vocab-parallel in Megatron).
-LOGITS_BYTES = 10.0
+# Eager cross-entropy on fp32 logits peaks per logit as its backward starts: log_softmax's saved
+# fp32 output, nll_loss's dense fp32 gradient and the fp32 gradient _log_softmax_backward_data
+# writes (PyTorch derivatives.yaml), 4 + 4 + 4; Megatron's in-place vocab-parallel one holds less.
+LOGITS_BYTES = 12.0
 # Chunked cross-entropy keeps the bf16 logits of every chunk (2 bytes) and upcasts one chunk of
 # eight at a time to fp32 with its gradient (8 bytes / 8): torchtune CEWithChunkedOutputLoss
 # (num_output_chunks=8); Unsloth/Liger fused losses stay below this.
@@ -190,8 +190,9 @@ def state_memory(
         return _adapter_state(geo, work, lay, params, shards)
     opt_bytes = optimizer_bytes(work.optimizer, work.pure_bf16)
     gathered, unsharded_grads = _unsharded_extra(geo, work, lay, shards)
+    master = master_shard_bytes(work, lay, params / shards)  # FSDP: the fp32 shard (training_fsdp)
     weights = np.where(lay.zero >= 3, params * WEIGHT_BYTES / shards, params * WEIGHT_BYTES)
-    weights = weights + gathered
+    weights = np.where(master > 0, master, weights) + gathered
     g = grad_bytes(work.precision, work.pure_bf16)
     grads = np.where(lay.zero >= 2, params * g / shards, params * g)
     # Under pipelining gradients accumulate over the microbatches unsharded: ZeRO-3 also keeps
@@ -199,11 +200,11 @@ def state_memory(
     # last microbatch), Megatron's distributed optimizer shards only the optimizer state and
     # keeps a full gradient buffer, and DeepSpeed forbids ZeRO-2/3 with pipeline parallelism.
     keep = (lay.zero >= 3) & (lay.pp > 1)
-    weights = np.where(keep, params * WEIGHT_BYTES, weights)
+    weights = np.where(keep, params * WEIGHT_BYTES + master, weights)
     grads = np.where((lay.zero >= 2) & (lay.pp > 1), params * g, grads)
     if work.optimizer_in_backward:
         grads = np.minimum(grads, _largest_tensor_params(geo, lay) * g)
-    optimizer = np.where(lay.zero >= 1, params * opt_bytes / shards, params * opt_bytes)
+    optimizer = np.where(lay.zero >= 1, params * opt_bytes / shards, params * opt_bytes) - master
     # Paged optimizers (bitsandbytes, CUDA unified memory) evict their state to host memory
     # when the GPU runs short and page it back for the update (Dettmers et al. 2023 Sec. 3).
     if work.offload in ("optimizer", "params") or work.paged_optimizer:
@@ -313,9 +314,9 @@ def _selective_bytes_per_token(geo: Geometry, work: Workload, lay: LayoutArrays)
 
     Policy "attention" (Megatron-Core/NeMo recompute_modules ["core_attn"]): with fused
     attention there is no s^2 term to drop, so the layer keeps what it keeps without
-    recompute (the checkpointed core's inputs Q, K, V are kept anyway). Policy "op"
-    (torchtitan per-op SAC) recomputes the cheap elementwise ops instead, keeping GEMM inputs:
-    QKV/MLP inputs, Q, K, V, attention output, and the down-projection input.
+    recompute (the checkpointed core's inputs Q, K, V are kept anyway). Policy "op" (torchtitan
+    per-op SAC, "Saves output of all compute ops, except every second mm") keeps the block input,
+    wq, wv, attention, w1 and w2 outputs, and recomputes wk, wo, w3 and the elementwise ops.
     """
     full = activation_bytes_per_token(geo, work, lay)
     if not work.flash_attention:
@@ -325,7 +326,7 @@ def _selective_bytes_per_token(geo: Geometry, work: Workload, lay: LayoutArrays)
     if work.selective_policy != "op":
         return full
     h, a, k, d, f = geo.hidden, geo.heads, geo.kv_heads, geo.head_dim, geo.ffn
-    kept_split = 4.0 * a * d + 4.0 * k * d + 2.0 * f
+    kept_split = 4.0 * a * d + 2.0 * k * d + 2.0 * f
     kept_replicated = 4.0 * h
     tp = lay.tp.astype(float)
     rep = np.where(lay.sequence_parallel > 0, kept_replicated / tp, kept_replicated)
@@ -385,16 +386,15 @@ def memory_per_gpu(
     activations = activation_memory(geo, work, lay)
     # The activation peak comes as the backward starts (every stored layer and the logits
     # alive); block gradients appear only once the logits and the top layer's stored
-    # activations are freed, so they raise the peak only by what exceeds those.
+    # activations are freed, so they raise the peak only by what exceeds those (as do PyTorch
+    # FSDP's gradient shards, made during the backward from the other activations freed).
     per_layer, _, logits = _layer_terms(geo, work, lay)
-    grads = grads - np.minimum(_block_grads(geo, work, lay), per_layer + logits)
+    freed = np.minimum(_block_grads(geo, work, lay), per_layer + logits)
+    g = stage_params(geo, lay) * grad_bytes(work.precision, work.pure_bf16) / (lay.dp * lay.cp)
+    grads = grads - freed - grads_absent_at_peak(work, lay, g, activations - freed)
     allocated = weights + grads + optimizer + activations
     # NCCL communicators (and their buffers) exist only when the job spans more than one GPU.
     gpus = lay.tp * lay.pp * lay.dp * lay.cp
     nccl = np.where(gpus > 1, factors.nccl_buffer_bytes, 0.0)
     other = factors.memory_reserved_bytes + nccl + factors.fragmentation_fraction * allocated
     return MemoryArrays(weights, grads, optimizer, activations, other + 0.0 * allocated)
-
-
-def as_floats(values: Any) -> Any:
-    return np.asarray(values, dtype=float)

@@ -57,29 +57,72 @@ def _entry(file_name: str, text: str) -> CatalogEntry:
         raise CatalogError(f"{where}: malformed catalog model ({exc!r}).") from exc
 
 
-@functools.cache
-def catalog_entries() -> dict[str, CatalogEntry]:
-    """Every catalog model file, by catalog name."""
+def _files() -> list[Any]:
+    """The catalog model files (paths, or resources of a zipped package), in name order."""
     from rigwise.catalog.loader import packaged
 
     folder = packaged(_FOLDER)
-    entries = [
-        _entry(item.name, item.read_text(encoding="utf-8"))
+    return [
+        item
         for item in sorted(folder.iterdir(), key=lambda i: i.name)
         if item.name.endswith(".json")
     ]
-    return {entry.name: entry for entry in entries}
 
 
 @functools.cache
-def _alias_table() -> dict[str, str]:
+def catalog_entries() -> dict[str, CatalogEntry]:
+    """Every catalog model file, by catalog name."""
+    entries = [_entry(item.name, item.read_text(encoding="utf-8")) for item in _files()]
+    return {entry.name: entry for entry in entries}
+
+
+@dataclass(frozen=True)
+class _NameIndex:
+    """What finding one model needs: normal-form alias -> catalog name, catalog name -> file."""
+
+    aliases: dict[str, str]
+    files: dict[str, str]
+
+
+def _build_index() -> _NameIndex:
     table: dict[str, str] = {}
     for entry in catalog_entries().values():
         repo_tail = entry.hf_repo.split("/")[-1]
         for alias in (entry.name, *entry.aliases, entry.hf_repo, repo_tail):
             if alias:
                 table.setdefault(normalize(alias), entry.name)
-    return table
+    files = {name: entry.file.rsplit("/", 1)[-1] for name, entry in catalog_entries().items()}
+    return _NameIndex(table, files)
+
+
+# The code whose output the disk cache holds: a change to any of these is a new cache key.
+_BUILDERS = ("models/catalog.py", "catalog/names.py")
+
+
+@functools.cache
+def _index() -> _NameIndex:
+    """The name index, kept in the catalog's disk cache (keyed by every model file's bytes):
+    a command that plans one model parses one file, not all of them."""
+    from pathlib import Path
+
+    from rigwise.catalog.cache import cached_build
+
+    package = Path(__file__).resolve().parent.parent
+    inputs = [*_files(), *(package / source for source in _BUILDERS)]
+    return cached_build("model-names", inputs, _build_index)
+
+
+def _alias_table() -> dict[str, str]:
+    return _index().aliases
+
+
+@functools.cache
+def catalog_entry(name: str) -> CatalogEntry:
+    """One catalog model by its catalog name, read from its own file only."""
+    from rigwise.catalog.loader import packaged
+
+    file = _index().files[name]
+    return _entry(file, packaged(_FOLDER, file).read_text(encoding="utf-8"))
 
 
 def resolve_model_name(name: str) -> tuple[str, tuple[str, ...]]:
@@ -102,7 +145,7 @@ def resolve_model_name(name: str) -> tuple[str, tuple[str, ...]]:
 
 @functools.cache
 def _catalog_spec(name: str) -> ModelSpec:
-    entry = catalog_entries()[name]
+    entry = catalog_entry(name)
     try:
         arch = read_arch(entry.config, entry.file)
     except ModelFormatError as exc:
