@@ -15,8 +15,10 @@ at admission (TensorRT-LLM's default GUARANTEED_NO_EVICT scheduler), at prompt +
 PagedAttention blocks are allocated as a sequence grows (vLLM). Requests beyond B wait in a queue:
 with N requests kept in flight (a closed loop, as benchmark clients do), Little's law (Little
 1961, L = lambda W) gives each request's time in the system ``N x gen / aggregate``; what is not
-service is queueing, and it is added to the time to first token. Only one request that cannot
-fit at all is "does not fit"; concurrency alone never is.
+service is queueing, and it is added to the time to first token; where a paged cache limits the
+batch, the requests preempted mid-decode wait in the time per output token instead
+(``serving_preemption``). Only one request that cannot fit at all is "does not fit"; concurrency
+alone never is.
 
 Time to first token under load: benchmark clients keep C equal requests in a closed loop, so a
 running batch is admitted together and its prompts are prefilled first come, first served in
@@ -40,7 +42,7 @@ the wave (and the queue wait) stays. Both add the engine's per-request API-serve
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from rigwise.estimate.elementwise import as_float, ceil, maximum, minimum
@@ -60,6 +62,7 @@ from rigwise.estimate.serving_frontend import (
     frontend_batch,
     frontend_cycle_seconds,
 )
+from rigwise.estimate.serving_preemption import preempted_requests
 from rigwise.hardware import Link
 from rigwise.models import ModelSpec
 
@@ -123,6 +126,7 @@ class Costs:
     chunk_tokens: int = 8192  # tokens per scheduler step (vLLM max_num_batched_tokens)
     request_overhead_s: float = 0.0  # API-server work per request, once (engine_overheads.csv)
     frontend_token_s: float = 0.0  # API-server CPU per streamed token: caps the rate (0: no cap)
+    kv_preemption: bool = False  # paged KV cache limits the batch: newest preempted (preemption)
 
 
 def wave_prefill_tokens(admitted: Any, prompt: int, step_tokens: int) -> Any:
@@ -270,6 +274,9 @@ def estimate_serving(
     tpot = float(wave_tpot_seconds(cycle, ttft_service, step, gen))
     in_system = per_replica * gen / aggregate  # Little's law, closed loop of per_replica clients
     wait = max(0.0, in_system - ttft_service - (gen - 1) * tpot) if per_replica > batch else 0.0
+    if costs.kv_preemption and per_replica > batch and gen > 1:  # serving_preemption
+        parked_s = preempted_requests(prompt, gen, batch, per_replica) * gen / aggregate
+        tpot, wait = tpot + parked_s / (gen - 1), max(0.0, wait - parked_s)
     one = costs.step_seconds(1)
     staggered = float(
         closed_loop_ttft_seconds(batch, costs.single_prefill_seconds, step, one, own_prefill, cycle)
@@ -382,4 +389,5 @@ def serve_plan(
     wanted = most * replicas if concurrency == "max" else int(concurrency)
     gpus = sum(stage.tp for stage in stages)
     costs = replica_costs(ctx, stages, network, prompt, gen, prefill)
+    costs = replace(costs, kv_preemption=ctx.overheads.kv_grows and most < cap)
     return estimate_serving(max(1, wanted), most, prompt, gen, costs, replicas, gpus)
