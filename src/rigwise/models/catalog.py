@@ -3,6 +3,8 @@
 Each file is the published config (numbers copied as data) plus a ``_rigwise`` object with the
 catalog name, aliases, hub repo, source URL, retrieval date and the published parameter count.
 Files are parsed once per process; ``load_catalog_model`` is a dict lookup after the first call.
+Finding one model reads one file: the names index (aliases -> catalog name -> file) is kept in
+the catalog's disk cache (``catalog.cache``, keyed by every model file's bytes).
 """
 
 from __future__ import annotations
