@@ -15,10 +15,11 @@ import json
 import stat
 import sys
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import yaml
 
 from rigwise.errors import InputError, shown_value, validation_message
@@ -34,6 +35,8 @@ MAX_NESTING = 64
 def read_user_text(path: str | Path, what: str, *, max_bytes: int = MAX_FILE_BYTES) -> str:
     """The UTF-8 text of the regular file ``path``; InputError if missing, a directory or device,
     larger than ``max_bytes`` or not text."""
+    from pathlib import Path  # only where a user's file is read
+
     file = Path(path)
     hint = f"Give the path of a {what} (a text file under {max_bytes // 1024:,} KiB)."
     try:
@@ -82,6 +85,8 @@ def open_text_lines(path: str, what: str, max_line_bytes: int) -> Iterator[tuple
     if path == "-":
         yield from _lines(sys.stdin.buffer, what, "stdin", max_line_bytes)
         return
+    from pathlib import Path  # only where a user's file is read
+
     file = Path(path)
     try:
         info = file.stat()

@@ -20,10 +20,12 @@ import os
 import pickle
 import sys
 from collections.abc import Callable, Iterable
-from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from rigwise.dataclass_code import cache_folder_name, trusted
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 T = TypeVar("T")
 
@@ -34,38 +36,50 @@ KEEP = 8  # entries kept per table: several checkouts or versions side by side d
 def cache_folder() -> Path | None:
     """``$RIGWISE_CACHE_DIR``, else ``$XDG_CACHE_HOME/rigwise``, else ``~/.cache/rigwise``;
     None when the cache is off (``RIGWISE_NO_CACHE``) or no home folder is known."""
+    from pathlib import Path
+
     name = cache_folder_name()
     return None if name is None else Path(name)
 
 
-def content_key(name: str, files: Iterable[Path]) -> str:
-    """SHA-256 of the files' bytes (in the given order) with the Python and cache versions."""
+def _name_and_bytes(file: Any) -> tuple[str, bytes]:
+    """A ``str`` path (``catalog.loader.packaged_file``), a ``Path`` or a package resource."""
+    if isinstance(file, str):
+        with open(file, "rb") as handle:
+            return os.path.basename(file), handle.read()
+    return file.name, file.read_bytes()
+
+
+def content_key(name: str, files: Iterable[Any]) -> str:
+    """SHA-256 of the files' bytes (in the given order) with the Python and cache versions;
+    each file a ``str`` path, a ``Path`` or a package resource (the same key for each)."""
     digest = hashlib.sha256(f"{name}|{_FORMAT}|{sys.version}".encode())
-    for path in files:
-        digest.update(path.name.encode())
+    for file in files:
+        file_name, data = _name_and_bytes(file)
+        digest.update(file_name.encode())
         digest.update(b"\0")
-        digest.update(path.read_bytes())
+        digest.update(data)
         digest.update(b"\0")
     return digest.hexdigest()
 
 
-def cached_build(name: str, files: Iterable[Path], build: Callable[[], T]) -> T:
+def cached_build(name: str, files: Iterable[Any], build: Callable[[], T]) -> T:
     """``build()``, or the pickle of an earlier ``build()`` from the same ``files``' bytes.
 
     Any failure of the cache itself (missing file, unreadable folder, corrupt pickle, a class
     that moved) falls back to ``build()``; errors of ``build()`` itself propagate unchanged.
     """
-    folder = cache_folder()
+    folder = cache_folder_name()
     if folder is None:
         return build()
     try:
-        path = folder / f"{name}-{content_key(name, files)}.pickle"
+        path = os.path.join(folder, f"{name}-{content_key(name, files)}.pickle")
     except OSError:
         return build()
     try:
-        if trusted(str(path)):
-            with path.open("rb") as handle:
-                value: T = pickle.load(handle)
+        if trusted(path):
+            with open(path, "rb") as handle:
+                value: T = pickle.loads(handle.read())
             return value
     except Exception:  # any broken cache entry means: build it again
         pass
@@ -74,9 +88,12 @@ def cached_build(name: str, files: Iterable[Path], build: Callable[[], T]) -> T:
     return value
 
 
-def _store(folder: Path, path: Path, value: object) -> None:
+def _store(folder_name: str, path_name: str, value: object) -> None:
     """Write atomically (temp file + rename); give up silently where the folder is not ours."""
     import tempfile  # only when writing (a cache hit needs none)
+    from pathlib import Path
+
+    folder, path = Path(folder_name), Path(path_name)
 
     name = path.name.rsplit("-", 1)[0]
     try:

@@ -11,39 +11,72 @@ from __future__ import annotations
 import csv
 import functools
 import io
-from pathlib import Path
-from typing import Any
+import os
+from typing import TYPE_CHECKING, Any
 
 from rigwise.errors import CatalogError
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 _PACKAGE = "rigwise.catalog"
 # The data folder beside this module (a checkout, or a wheel unpacked into site-packages):
 # read directly, which spares every command the start-up cost of importlib.resources (it
 # imports tempfile, shutil, zipfile ...). A zipped package falls back to importlib.resources.
-_DATA = Path(__file__).resolve().parent / "data"
+# A plain str: reading a data file needs no pathlib (with urllib.parse and ipaddress, ~4 % of
+# `rigwise infer`'s instructions); ``packaged`` and ``data_path`` make Paths for their callers.
+_DATA = os.path.join(os.path.dirname(os.path.realpath(__file__)), "data")
 
 
 def packaged(*names: str) -> Any:
     """A packaged data file or folder under ``data/`` (a ``Path``, or a resource of a zipped
     package); no names: the data folder itself."""
-    if _DATA.is_dir():
-        return _DATA.joinpath(*names)
+    if os.path.isdir(_DATA):
+        from pathlib import Path
+
+        return Path(_DATA).joinpath(*names)
     from importlib import resources
 
     return resources.files(_PACKAGE).joinpath("data", *names)
 
 
+def packaged_file(*names: str) -> Any:
+    """What ``packaged`` names, as a ``str`` path where the data folder is a folder (what the
+    catalog's disk cache and the readers below take), else the resource of a zipped package."""
+    if os.path.isdir(_DATA):
+        return os.path.join(_DATA, *names)
+    return packaged(*names)
+
+
+def packaged_names(*names: str) -> list[str]:
+    """The names of the entries of a packaged data folder (``data/`` itself: no names)."""
+    if os.path.isdir(_DATA):
+        return os.listdir(os.path.join(_DATA, *names))
+    return [entry.name for entry in packaged(*names).iterdir()]
+
+
+def packaged_text(*names: str) -> str:
+    """The UTF-8 text of a packaged data file (``FileNotFoundError`` when it is missing)."""
+    found = packaged_file(*names)
+    if isinstance(found, str):
+        with open(found, encoding="utf-8") as handle:  # as Path.read_text: universal newlines
+            return handle.read()
+    text: str = found.read_text(encoding="utf-8")
+    return text
+
+
 def data_path(name: str) -> Path:
     """Filesystem path of a packaged data file (for error messages and docs)."""
+    from pathlib import Path
+
     return Path(str(packaged(name)))
 
 
 def _read_text(name: str) -> str:
     try:
-        text: str = packaged(name).read_text(encoding="utf-8")
+        return packaged_text(name)
     except FileNotFoundError as exc:
         raise CatalogError(f"Catalog file {name!r} is missing from the package.") from exc
-    return text
 
 
 def parse_commented_csv(text: str) -> tuple[dict[str, str], ...]:

@@ -7,7 +7,6 @@ import math
 import os
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any, NoReturn
 
 import click
@@ -92,7 +91,7 @@ def _internal(exc: BaseException, debug: bool, as_json: bool, hint: str) -> int:
     if debug:
         traceback.print_exception(exc)
     where = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
-    site = f" at {Path(where[0].filename).name}:{where[0].lineno}" if where else ""
+    site = f" at {os.path.basename(where[0].filename)}:{where[0].lineno}" if where else ""
     text = " ".join(str(exc).split())[:200]
     message = f"internal error{site}: {type(exc).__name__}: {text}"
     report_error(message, f"({hint})" if hint == DEBUG_HINT else f"({hint}; {DEBUG_HINT})",

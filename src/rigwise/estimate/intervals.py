@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from rigwise.catalog.loader import data_path, read_commented_csv
+from rigwise.catalog.loader import packaged_text, parse_commented_csv
 
 TABLE_FILE = "prediction_intervals.csv"
 MIN_ROWS = 10  # a regime needs this many independent rows to set its own range
@@ -333,10 +333,7 @@ def interval_for(
 @functools.cache
 def packaged_table() -> dict[str, RegimeRange]:
     """The regime ranges shipped in ``catalog/data/prediction_intervals.csv``."""
-    path = data_path(TABLE_FILE)
-    if not path.exists():
-        return {}
-    rows = read_commented_csv(path)
+    rows = _packaged_rows(TABLE_FILE)
     table: dict[str, RegimeRange] = {}
     for row in rows:
         regime = Regime(*(row[f] for f in FIELDS))
@@ -354,12 +351,18 @@ def packaged_table() -> dict[str, RegimeRange]:
 
 @functools.cache
 def _widening_rows() -> dict[tuple[str, str], float]:
-    path = data_path(WIDENING_FILE)
-    if not path.exists():
-        return {}
     return {
-        (r["factor"], r.get("metric") or ANY): float(r["value"]) for r in read_commented_csv(path)
+        (r["factor"], r.get("metric") or ANY): float(r["value"])
+        for r in _packaged_rows(WIDENING_FILE)
     }
+
+
+def _packaged_rows(name: str) -> tuple[dict[str, str], ...]:
+    """The rows of a packaged table, none when it is not there (yet)."""
+    try:
+        return parse_commented_csv(packaged_text(name))
+    except FileNotFoundError:
+        return ()
 
 
 # What layers above memoise from ``lookup`` (plan_intervals' ranges per setup): emptied with it.

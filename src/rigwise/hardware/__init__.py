@@ -19,7 +19,7 @@ An absent interconnects or systems file gives an empty tuple, never an error.
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rigwise.hardware.catalog import accelerator_catalog, link_catalog, system_catalog
 from rigwise.hardware.nodes import node_from_text, parse_node
@@ -32,6 +32,9 @@ from rigwise.hardware.types import (
     Resolution,
     SystemPreset,
 )
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = [
     "DTYPES",

@@ -15,14 +15,14 @@ row in file order; a name that only prefixes keys ("rtx40") picks the biggest va
 from __future__ import annotations
 
 import functools
+import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from rigwise.catalog.cache import cached_build
-from rigwise.catalog.loader import data_path, packaged, read_csv, read_yaml
+from rigwise.catalog.loader import packaged_file, packaged_names, read_csv, read_yaml
 from rigwise.hardware.names import KEY_TIERS, NameTable, build_table, normalize
 from rigwise.hardware.types import Accelerator, Link, Resolution, SystemPreset
 from rigwise.units import GiB
@@ -95,13 +95,13 @@ class AcceleratorCatalog:
 
 
 def _package_files(pattern: str) -> list[str]:
-    folder = packaged()
-    names = [entry.name for entry in folder.iterdir() if re.fullmatch(pattern, entry.name)]
+    names = [name for name in packaged_names() if re.fullmatch(pattern, name)]
     return sorted(names, key=lambda n: (n != "accelerators.csv", n))
 
 
 def _has_file(name: str) -> bool:
-    return bool(packaged(name).is_file())
+    found = packaged_file(name)
+    return os.path.isfile(found) if isinstance(found, str) else bool(found.is_file())
 
 
 def build_accelerators(files: Mapping[str, Iterable[Mapping[str, str]]]) -> AcceleratorCatalog:
@@ -140,11 +140,11 @@ _BUILDERS = (
 )
 
 
-def _inputs(*data_files: str) -> list[Path]:
+def _inputs(*data_files: str) -> list[Any]:
     """The files a table is built from: its data files, the name rewrites, the builders."""
-    package = Path(__file__).resolve().parent.parent
-    data = [data_path(name) for name in (*data_files, "name_rewrites.csv")]
-    return [*data, *(package / source for source in _BUILDERS)]
+    package = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    data = [packaged_file(name) for name in (*data_files, "name_rewrites.csv")]
+    return [*data, *(os.path.join(package, source) for source in _BUILDERS)]
 
 
 @functools.cache

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
 from dataclasses import dataclass, replace
 from typing import Any
@@ -59,22 +60,23 @@ def _entry(file_name: str, text: str) -> CatalogEntry:
         raise CatalogError(f"{where}: malformed catalog model ({exc!r}).") from exc
 
 
-def _files() -> list[Any]:
-    """The catalog model files (paths, or resources of a zipped package), in name order."""
-    from rigwise.catalog.loader import packaged
+def _files() -> list[str]:
+    """The names of the catalog model files, in order."""
+    from rigwise.catalog.loader import packaged_names
 
-    folder = packaged(_FOLDER)
-    return [
-        item
-        for item in sorted(folder.iterdir(), key=lambda i: i.name)
-        if item.name.endswith(".json")
-    ]
+    return sorted(name for name in packaged_names(_FOLDER) if name.endswith(".json"))
+
+
+def _read(file_name: str) -> CatalogEntry:
+    from rigwise.catalog.loader import packaged_text
+
+    return _entry(file_name, packaged_text(_FOLDER, file_name))
 
 
 @functools.cache
 def catalog_entries() -> dict[str, CatalogEntry]:
     """Every catalog model file, by catalog name."""
-    entries = [_entry(item.name, item.read_text(encoding="utf-8")) for item in _files()]
+    entries = [_read(file_name) for file_name in _files()]
     return {entry.name: entry for entry in entries}
 
 
@@ -105,12 +107,14 @@ _BUILDERS = ("models/catalog.py", "catalog/names.py")
 def _index() -> _NameIndex:
     """The name index, kept in the catalog's disk cache (keyed by every model file's bytes):
     a command that plans one model parses one file, not all of them."""
-    from pathlib import Path
-
     from rigwise.catalog.cache import cached_build
+    from rigwise.catalog.loader import packaged_file
 
-    package = Path(__file__).resolve().parent.parent
-    inputs = [*_files(), *(package / source for source in _BUILDERS)]
+    package = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    inputs = [
+        *(packaged_file(_FOLDER, file_name) for file_name in _files()),
+        *(os.path.join(package, source) for source in _BUILDERS),
+    ]
     return cached_build("model-names", inputs, _build_index)
 
 
@@ -121,10 +125,7 @@ def _alias_table() -> dict[str, str]:
 @functools.cache
 def catalog_entry(name: str) -> CatalogEntry:
     """One catalog model by its catalog name, read from its own file only."""
-    from rigwise.catalog.loader import packaged
-
-    file = _index().files[name]
-    return _entry(file, packaged(_FOLDER, file).read_text(encoding="utf-8"))
+    return _read(_index().files[name])
 
 
 def resolve_model_name(name: str) -> tuple[str, tuple[str, ...]]:

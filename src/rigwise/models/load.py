@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import functools
 import os
-from pathlib import Path
+import sys
+from typing import TYPE_CHECKING
 
 from rigwise.errors import InputError, ModelFormatError, UnknownNameError, shown_value
 from rigwise.models.arch import read_arch
@@ -13,6 +14,9 @@ from rigwise.models.catalog import load_catalog_model
 from rigwise.models.checks import check_config, check_spec
 from rigwise.models.spec import ModelSpec
 from rigwise.validate_input import load_json, read_user_text
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 _GGUF_MAGIC = b"GGUF"
 MAX_CONFIG_BYTES = 4 * 1024 * 1024  # published config.json files are under 100 KB
@@ -29,19 +33,28 @@ def load_model(name_or_path: str | Path) -> ModelSpec:
     'org/name' is a path only if it exists; otherwise it is a catalog name, and a local
     folder of that name is tried only when the catalog does not know it.
     """
-    if isinstance(name_or_path, Path):
+    # pathlib is imported where a path is given, not for a catalog name (a command's start-up);
+    # an argument that is a Path means pathlib is loaded already.
+    pathlib = sys.modules.get("pathlib")
+    if pathlib is not None and isinstance(name_or_path, pathlib.Path):
         return load_model_file(name_or_path.expanduser())
     text = str(name_or_path)
     if text.lower().endswith((".json", ".gguf")) or text.startswith((".", "~", "/")):
-        return load_model_file(Path(text).expanduser())
+        return load_model_file(_path(text).expanduser())
     if ("/" in text or os.sep in text) and _exists(text):
-        return load_model_file(Path(text))
+        return load_model_file(_path(text))
     try:
         return _catalog_cached(text)
     except UnknownNameError:
         if _exists(text):
-            return load_model_file(Path(text))
+            return load_model_file(_path(text))
         raise
+
+
+def _path(text: str) -> Path:
+    from pathlib import Path
+
+    return Path(text)
 
 
 def _is_dir(path: Path) -> bool:
@@ -53,7 +66,7 @@ def _is_dir(path: Path) -> bool:
 
 def _exists(text: str) -> bool:
     try:
-        return Path(text).exists()
+        return _path(text).exists()
     except (OSError, ValueError):  # a name too long for the file system, a NUL byte
         return False
 
