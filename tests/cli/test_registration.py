@@ -65,5 +65,10 @@ def test_the_process_entry_point_returns_mains_code_and_freezes_what_is_left(
     assert project["project"]["scripts"]["rigwise"] == "rigwise.cli:run"
     frozen: list[bool] = []
     monkeypatch.setattr(gc, "freeze", lambda: frozen.append(True))
-    assert rigwise.cli.run(["model", "no-such-model-at-all"]) == 2
+    before = gc.get_threshold()
+    try:
+        assert rigwise.cli.run(["model", "no-such-model-at-all"]) == 2
+        assert gc.get_threshold()[0] == rigwise.cli.GC_YOUNG_THRESHOLD
+    finally:
+        gc.set_threshold(*before)
     assert frozen == [True]

@@ -6,7 +6,6 @@ import json
 import math
 import os
 import sys
-import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
@@ -70,6 +69,8 @@ def run_guarded(call: Callable[[], Any], argv: Sequence[str] | None = None) -> i
         return EXIT_BAD_INPUT
     except RigwiseError as exc:
         if debug:
+            import traceback  # errors only: it and textwrap cost every command's start-up
+
             traceback.print_exc()
         report_error(exc.message, exc.hint, as_json=as_json)
         return EXIT_INTERNAL if _is_internal(exc) else EXIT_BAD_INPUT
@@ -86,6 +87,8 @@ def run_guarded(call: Callable[[], Any], argv: Sequence[str] | None = None) -> i
 
 
 def _internal(exc: BaseException, debug: bool, as_json: bool, hint: str) -> int:
+    import traceback
+
     if debug:
         traceback.print_exception(exc)
     where = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
