@@ -24,7 +24,11 @@ the simulation of the documented rules, not derived, and no measured row set it.
 about 10 % of the simulated steady ratio for G up to 4 P (G = P / 2, P, 2 P, 4 P: 1.15, 1.23,
 1.42, 1.60 simulated against 1.12, 1.22, 1.41, 1.74); for longer outputs it overstates (G = 8 P:
 2.0 against 2.3; G = 19 P: 2.5-2.7 against 3.7). A benchmark of few prompts per client also
-averages in its first wave, whose ratio is the wave's.
+averages in its first wave, whose ratio is the wave's. The simulated steady state is a wave that
+persists: a cohort admitted together runs to the end together and frees the cache at once. It
+needs equal lengths (the requests rigwise plans; ``--ignore-eos`` benchmarks): with output
+lengths spread uniformly +-30-90 % around G the same simulation keeps less (1.07 at G = P,
+1.35-1.40 at G = 4 P), which this ratio overstates.
 """
 
 from __future__ import annotations
