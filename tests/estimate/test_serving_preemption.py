@@ -50,7 +50,7 @@ def _simulate(capacity: int, prompt: int, gen: int, clients: int, steps: int) ->
     return past / run
 
 
-@pytest.mark.parametrize(("prompt", "gen"), [(96, 96), (96, 384)])
+@pytest.mark.parametrize(("prompt", "gen"), [(192, 96), (96, 96), (96, 192), (96, 384)])
 def test_past_ratio_matches_simulated_scheduler(prompt: int, gen: int) -> None:
     batch = 16  # the running batch the cache holds at prompt + gen / 2 each
     simulated = _simulate(batch * (prompt + gen // 2), prompt, gen, 4 * batch, 12 * gen)

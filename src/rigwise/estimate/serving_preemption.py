@@ -21,8 +21,14 @@ with it. The steady state of the rules above (the discrete-event simulation in
 tests/estimate/test_serving_preemption.py) sits halfway between one wave and none
 (``past_ratio``: 1.22 at G = P, 1.6-1.7 at G = 4 P, 1.05 at G = P / 4); that halfway is read off
 the simulation of the documented rules, not derived, and no measured row set it. It holds to
-about 10 % of the simulated ratio for G up to 4 P; for much longer outputs (G = 19 P) the
-simulation gives 2.6-3.5 against its 3.7, so it overstates the wait there.
+about 10 % of the simulated steady ratio for G up to 4 P (G = P / 2, P, 2 P, 4 P: 1.15, 1.23,
+1.42, 1.60 simulated against 1.12, 1.22, 1.41, 1.74); for longer outputs it overstates (G = 8 P:
+2.0 against 2.3; G = 19 P: 2.5-2.7 against 3.7). A benchmark of few prompts per client also
+averages in its first wave, whose ratio is the wave's. The simulated steady state is a wave that
+persists: a cohort admitted together runs to the end together and frees the cache at once. It
+needs equal lengths (the requests rigwise plans; ``--ignore-eos`` benchmarks): with output
+lengths spread uniformly +-30-90 % around G the same simulation keeps less (1.07 at G = P,
+1.35-1.40 at G = 4 P), which this ratio overstates.
 """
 
 from __future__ import annotations
