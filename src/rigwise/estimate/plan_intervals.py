@@ -150,7 +150,7 @@ def add_inference_intervals(data: dict[str, Any]) -> dict[str, Any]:
         for name in ("aggregate_tokens_per_s", "per_user_tokens_per_s", "tokens_per_s_per_gpu"):
             if serving.get(name) is not None:
                 _set(serving, name, r.rate(serving[name]))
-        for name in ("step_seconds", "tpot_s"):
+        for name in ("step_seconds", "tpot_s", "tpot_burst_s"):
             if serving.get(name) is not None:
                 _set(serving, name, r.time(serving[name]))
     if (r := found["ttft"]) is not None:

@@ -62,7 +62,7 @@ from rigwise.estimate.serving_frontend import (
     frontend_batch,
     frontend_cycle_seconds,
 )
-from rigwise.estimate.serving_preemption import preempted_requests
+from rigwise.estimate.serving_preemption import burst_parked_seconds, preempted_requests
 from rigwise.hardware import Link
 from rigwise.models import ModelSpec
 
@@ -90,6 +90,7 @@ class ServingEstimate:
     mode: str = "aggregated"  # or "disaggregated"
     ttft_wave_s: float = 0.0  # TTFT when the running batch arrives together (fixed lengths)
     ttft_burst_s: float = 0.0  # mean TTFT when all `concurrency` requests arrive at once, one each
+    tpot_burst_s: float = 0.0  # mean TPOT of those requests (preempted ones wait mid-decode)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -112,6 +113,7 @@ class ServingEstimate:
             "mode": self.mode,
             "ttft_wave_s": self.ttft_wave_s,
             "ttft_burst_s": self.ttft_burst_s,
+            "tpot_burst_s": self.tpot_burst_s,
         }
 
 
@@ -271,7 +273,7 @@ def estimate_serving(
     aggregate = batch * gen / cycle
     prefill_s = (costs.single_prefill_seconds, costs.prefill_seconds_per_token)
     ttft_service = float(wave_ttft_seconds(batch, prompt, costs.chunk_tokens, prefill_s, step))
-    tpot = float(wave_tpot_seconds(cycle, ttft_service, step, gen))
+    tpot = plain_tpot = float(wave_tpot_seconds(cycle, ttft_service, step, gen))
     in_system = per_replica * gen / aggregate  # Little's law, closed loop of per_replica clients
     wait = max(0.0, in_system - ttft_service - (gen - 1) * tpot) if per_replica > batch else 0.0
     if costs.kv_preemption and per_replica > batch and gen > 1:  # serving_preemption
@@ -286,6 +288,8 @@ def estimate_serving(
     reason = _queue_reason(batch, queued, costs.frontend_token_s if frontend_bound else 0.0)
     life = ttft_service + (gen - 1) * tpot  # the first cohort's stay: its slots then free
     burst = burst_ttft_seconds(per_replica, batch, ttft_service, life, aggregate / gen, staggered)
+    shape, queued_s = (prompt, gen, batch, per_replica), burst - ttft_service
+    moved = burst_parked_seconds(shape, gen / aggregate, queued_s) if costs.kv_preemption else 0.0
     total = aggregate * min(replicas, concurrency)  # fewer requests than replicas: some idle
     return ServingEstimate(
         concurrency=concurrency,
@@ -304,7 +308,8 @@ def estimate_serving(
         gpus=gpus,
         reason=reason,
         ttft_wave_s=wait + ttft_service + costs.request_overhead_s,
-        ttft_burst_s=burst + costs.request_overhead_s,
+        ttft_burst_s=burst - moved + costs.request_overhead_s,
+        tpot_burst_s=plain_tpot + moved / max(1, gen - 1),
     )
 
 

@@ -23,12 +23,22 @@ tests/estimate/test_serving_preemption.py) sits halfway between one wave and non
 the simulation of the documented rules, not derived, and no measured row set it. It holds to
 about 10 % of the simulated steady ratio for G up to 4 P (G = P / 2, P, 2 P, 4 P: 1.15, 1.23,
 1.42, 1.60 simulated against 1.12, 1.22, 1.41, 1.74); for longer outputs it overstates (G = 8 P:
-2.0 against 2.3; G = 19 P: 2.5-2.7 against 3.7). A benchmark of few prompts per client also
-averages in its first wave, whose ratio is the wave's. The simulated steady state is a wave that
+2.0 against 2.3; G = 19 P: 2.5-2.7 against 3.7). The simulated steady state is a wave that
 persists: a cohort admitted together runs to the end together and frees the cache at once. It
 needs equal lengths (the requests rigwise plans; ``--ignore-eos`` benchmarks): with output
 lengths spread uniformly +-30-90 % around G the same simulation keeps less (1.07 at G = P,
 1.35-1.40 at G = 4 P), which this ratio overstates.
+
+With few requests queued beyond the batch, few are preempted: at most those queued
+(``preempted_requests``), so the wait moves from TTFT to TPOT continuously in the number
+queued. The simulation parks two thirds to four fifths of a few queued (the rest wait for
+their first token) where this bound parks them all, until the steady number is reached.
+
+A benchmark's first ``concurrency`` requests arrive at once, a burst (``burst_ttft_seconds``):
+its first cohort is admitted as one wave, but the requests behind it join a churning cache,
+and in the simulation the burst's requests spend about the steady state's time parked, not the
+first wave's ratio's (``burst_parked_seconds``; the benchmark reader
+``validation.inference_serving.benchmark_tpot_seconds`` weighs the burst with the steady state).
 """
 
 from __future__ import annotations
@@ -54,6 +64,24 @@ def past_ratio(prompt: int, gen: int) -> float:
 
 def preempted_requests(prompt: int, gen: int, batch: int, in_flight: int) -> float:
     """Requests of one replica that are past their first token but preempted, waiting for KV
-    blocks: (past_ratio - 1) x batch, at most the requests in flight beyond the batch."""
+    blocks: (past_ratio - 1) x batch, at most the requests in flight beyond the batch: so
+    continuous in the number queued, and none when none queue (a request is preempted only
+    when one beyond the batch was admitted)."""
     extra = (past_ratio(prompt, gen) - 1.0) * batch
     return max(0.0, min(float(in_flight - batch), extra))
+
+
+def burst_parked_seconds(
+    shape: tuple[int, int, int, int], request_s: float, queued_s: float
+) -> float:
+    """Mean seconds the requests of a burst (``shape``: prompt, gen, running batch, requests,
+    all arriving at once into an idle engine) wait mid-decode rather than before their first
+    token: the steady state's parked requests x ``request_s`` (gen / aggregate: Little's law),
+    at most the burst's mean wait before its first token (``queued_s``), so each request's
+    whole stay stays what the throughput sets. The first wave's own ratio
+    (``wave_past_ratio``) lasts one life of its first cohort; the burst's requests beyond it
+    join the steady churn: in the reference simulation (tests/estimate/test_serving_preemption.py)
+    a burst's requests spend about the steady state's parked time, not the wave's."""
+    prompt, gen, batch, requests = shape
+    parked = preempted_requests(prompt, gen, batch, requests)
+    return max(0.0, min(queued_s, parked * request_s))

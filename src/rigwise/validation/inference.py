@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from rigwise.errors import InputError, RigwiseError
-from rigwise.validation.inference_serving import benchmark_ttft_seconds
+from rigwise.validation.inference_serving import benchmark_tpot_seconds, benchmark_ttft_seconds
 from rigwise.validation.stats import (
     NOT_MEASUREMENTS,
     Comparison,
@@ -59,7 +59,7 @@ class Measurement:
     oom: bool = False
     role: str = "independent"
     skip: str = ""  # why this row is not predicted (empty: predict it)
-    # ttft rows: (share of a wave in phase with the next, prompts, mean|median)
+    # ttft / tpot rows: (share of a wave in phase with the next, prompts, mean|median)
     arrivals: tuple[float, int, str] = (0.0, 0, "")
 
 
@@ -394,7 +394,7 @@ def _predicted(plan: Any, metric: str, arrivals: tuple[float, int, str]) -> floa
     if metric == "ttft" and plan.serving:
         return benchmark_ttft_seconds(plan.serving, *arrivals)
     if metric == "tpot":
-        return getattr(plan.serving, f"{metric}_s") if plan.serving else None
+        return benchmark_tpot_seconds(plan.serving, *arrivals[1:]) if plan.serving else None
     if metric == "decode":
         return plan.decode.tokens_per_s if plan.decode else None
     if metric == "prefill":

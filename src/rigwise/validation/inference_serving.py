@@ -106,11 +106,20 @@ def in_phase_share(arrivals: str, output_len: int, mean_output_len: float) -> fl
     return 0.0
 
 
+def first_wave_share(concurrency: int, prompts: int) -> float:
+    """Share of a run's ``prompts`` requests sent in its first wave, all ``concurrency`` clients
+    arriving at once into an idle server: min(C, N) / N; none when N is not published."""
+    if prompts <= 0:
+        return 0.0
+    return min(max(1, concurrency), prompts) / prompts
+
+
 def _wave_weights(concurrency: int, prompts: int, share: float) -> tuple[float, float]:
     """(share of the ``prompts`` requests that arrive in a wave, weight of the wave's excess
-    TTFT in their mean). Cycle j of a closed loop of C sends min(C, N - jC) requests, of which
-    share^j are still in phase; a wave of c requests waits (c - 1) / (C - 1) of the full wave's
-    excess over one prompt alone (the prompt tokens ahead grow linearly with c)."""
+    TTFT in their mean), the first wave (``first_wave_share``) left out of the excess: it is
+    the burst. Cycle j of a closed loop of C sends min(C, N - jC) requests, of which share^j
+    are still in phase; a wave of c requests waits (c - 1) / (C - 1) of the full wave's excess
+    over one prompt alone (the prompt tokens ahead grow linearly with c)."""
     if prompts <= 0:
         whole = 1.0 if share >= 1.0 else 0.0
         return whole, whole
@@ -119,27 +128,44 @@ def _wave_weights(concurrency: int, prompts: int, share: float) -> tuple[float, 
         sent = min(concurrency, prompts - cycle * concurrency)
         kept = share**cycle
         count += sent * kept
-        if concurrency > 1:
+        if concurrency > 1 and cycle > 0:
             excess += sent * kept * max(0.0, concurrency * kept - 1.0) / (concurrency - 1.0)
     return count / prompts, excess / prompts
 
 
 def benchmark_ttft_seconds(serving: Any, share: float, prompts: int, statistic: str) -> float:
     """The TTFT a closed-loop benchmark of ``prompts`` requests reports. Its first ``concurrency``
-    requests arrive together (``ttft_wave_s``); a request that ends returns its slot at once,
-    so the requests that end together come back together: with equal lengths each wave returns
-    as a wave (cohorts one scheduler step apart merge again behind the long prefill steps), and
-    only the requests that end early (``share``: ``in_phase_share``) leave it and arrive
-    desynchronised (``ttft_s``). The mean weighs each cycle's in-phase wave by its size
-    (``_wave_weights``); the median is the wave's TTFT when more than half the requests arrive
-    in waves, else the desynchronised one. ``share`` 0 is the first wave alone, 1 waves only.
-    A wave of no more prompts than clients is one burst (request rate inf, one request each):
-    its mean is ``ttft_burst_s``, the requests beyond the running batch waiting their turn
-    once, not the steady queue of a closed loop."""
-    if share >= 1.0 and 0 < prompts <= serving.concurrency and statistic == "mean":
-        return float(serving.ttft_burst_s or serving.ttft_wave_s or serving.ttft_s)
+    requests arrive together into an idle server, one each: a burst (request rate inf), whose
+    mean is ``ttft_burst_s``, the requests beyond the running batch waiting their turn once,
+    not the steady queue of a closed loop; it weighs ``first_wave_share`` in the mean. A
+    request that ends returns its slot at once, so the requests that end together come back
+    together: with equal lengths each wave returns as a wave (``ttft_wave_s``; cohorts one
+    scheduler step apart merge again behind the long prefill steps), and only the requests that
+    end early (``share``: ``in_phase_share``) leave it and arrive desynchronised (``ttft_s``).
+    The mean weighs each later cycle's in-phase wave by its size (``_wave_weights``); the
+    median is the wave's TTFT when more than half the requests arrive in waves, else the
+    desynchronised one. ``share`` 0 is the first wave alone, 1 waves only."""
     wave = float(serving.ttft_wave_s or serving.ttft_s)
     alone = float(serving.ttft_s)
     count, excess = _wave_weights(max(1, int(serving.concurrency)), prompts, share)
-    weight = (1.0 if count > 0.5 else 0.0) if statistic == "median" else excess
-    return alone + weight * (wave - alone)
+    if statistic == "median":
+        return alone + (1.0 if count > 0.5 else 0.0) * (wave - alone)
+    if prompts <= 0:
+        return alone + excess * (wave - alone)
+    first = first_wave_share(int(serving.concurrency), prompts)
+    # one client alone arrives into an idle server every time: its first request is no burst
+    burst = float(serving.ttft_burst_s or wave) if serving.concurrency > 1 else alone
+    return first * burst + (1.0 - first) * alone + excess * (wave - alone)
+
+
+def benchmark_tpot_seconds(serving: Any, prompts: int, statistic: str) -> float:
+    """The TPOT a closed-loop benchmark of ``prompts`` requests reports: its first wave's
+    (``tpot_burst_s``: the burst, where a paged cache preempts the wave's ratio of requests,
+    ``serving_preemption``) weighed by ``first_wave_share`` with the steady state's
+    (``tpot_s``) in the mean, as in ``benchmark_ttft_seconds``; the median is the first wave's
+    when it holds more than half the requests."""
+    first = first_wave_share(int(serving.concurrency), prompts)
+    if statistic == "median":
+        first = 1.0 if first > 0.5 else 0.0
+    burst = float(serving.tpot_burst_s or serving.tpot_s)
+    return first * burst + (1.0 - first) * float(serving.tpot_s)
