@@ -119,6 +119,21 @@ def test_a_corrupt_file_means_compiling(cache: dataclass_code.CodeCache) -> None
     assert reader.changed == {"rigwise.probe_of_test"}
 
 
+def test_a_file_of_other_values_means_compiling(cache: dataclass_code.CodeCache) -> None:
+    # A well-formed marshal table whose values are not code would make exec raise at import.
+    import marshal
+
+    _make("rigwise.probe_of_test")
+    cache.write()
+    path = Path(cache.path("rigwise.probe_of_test"))
+    table = marshal.loads(path.read_bytes())
+    path.write_bytes(marshal.dumps({text: 1 for text in table}))
+    reader = dataclass_code.CodeCache(cache.folder)
+    dataclass_code._CACHE = reader
+    assert _describe(_make("rigwise.probe_of_test")) == _describe(_make("not_rigwise_probe"))
+    assert reader.changed == {"rigwise.probe_of_test"}
+
+
 def test_a_removed_cache_folder_is_not_made_again(tmp_path: Path) -> None:
     gone = tmp_path / "removed"
     own = dataclass_code.CodeCache(str(gone))

@@ -17,8 +17,8 @@ built-in ``exec`` untouched. The classes are the same dataclasses either way
 its texts was new, with the texts that run used, so edits never pile up stale entries.
 
 Safe fallbacks, as for the catalog cache: ``RIGWISE_NO_CACHE=1`` turns it off, a file that is
-not the user's own or that others may write is ignored (loading code runs it), a corrupt file
-or an unwritable folder means compiling as before.
+not the user's own or that others may write is ignored (loading code runs it), a corrupt file,
+one of anything but code, or an unwritable folder means compiling as before.
 """
 
 from __future__ import annotations
@@ -94,7 +94,8 @@ class CodeCache:
             if trusted(path):
                 with open(path, "rb") as handle:
                     table = marshal.loads(handle.read())  # load(file) reads piece by piece
-                if isinstance(table, dict):
+                # A well-formed file of other values (not code) would fail in exec at import.
+                if isinstance(table, dict) and all(type(c) is CodeType for c in table.values()):
                     return table
         except Exception:  # missing, unreadable or corrupt: compile as before
             pass
