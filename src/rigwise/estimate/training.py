@@ -110,14 +110,7 @@ def plan_from(
     goodput: float | None = None,
 ) -> TrainingPlan:
     """The ``TrainingPlan`` of row ``i`` of an evaluation (``goodput`` None: the catalog's)."""
-    mem = TrainingMemory(
-        weights_bytes=float(ev.memory.weights[i]),
-        gradients_bytes=float(ev.memory.gradients[i]),
-        optimizer_bytes=float(ev.memory.optimizer[i]),
-        activations_bytes=float(ev.memory.activations[i]),
-        other_bytes=float(ev.memory.other[i]),
-        capacity_bytes=ev.capacity_bytes,
-    )
+    mem = _memory_at(ev, i)
     step = StepBreakdown(
         parts={name: float(ev.step.parts[name][i]) for name in STEP_PARTS},
         microbatches=int(ev.step.microbatches[i]),
@@ -162,6 +155,18 @@ def plan_from(
         goodput=goodput,
         power_watts_per_gpu=power.drawn_watts,
         notes=plausibility_notes(fabric.accelerator.id, work.precision, mfu),
+    )
+
+
+def _memory_at(ev: Evaluation, i: int) -> TrainingMemory:
+    """The per-GPU memory of row ``i`` of an evaluation."""
+    return TrainingMemory(
+        weights_bytes=float(ev.memory.weights[i]),
+        gradients_bytes=float(ev.memory.gradients[i]),
+        optimizer_bytes=float(ev.memory.optimizer[i]),
+        activations_bytes=float(ev.memory.activations[i]),
+        other_bytes=float(ev.memory.other[i]),
+        capacity_bytes=ev.capacity_bytes,
     )
 
 
