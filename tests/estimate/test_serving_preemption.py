@@ -96,6 +96,17 @@ def test_preempted_wait_moves_from_ttft_to_tpot() -> None:
     assert paged.ttft_s == pytest.approx(plain.ttft_s - parked_s, rel=1e-9)
 
 
+def test_requests_started_are_capped_by_the_engines_max_batch() -> None:
+    """A preempted request goes back to the front of the waiting queue, so no new request
+    starts before it runs again: running + preempted stay within max_num_seqs (here 38 for a
+    KV-limited batch of 35), whatever the concurrency: 3 parked, not 0.2213 x 35 = 7.75."""
+    capped = estimate_serving(400, 35, 1000, 1000, replace(_costs(True), engine_cap=38))
+    plain = estimate_serving(400, 35, 1000, 1000, _costs(False))
+    moved = 3.0 * 1000 / plain.aggregate_tokens_per_s
+    assert capped.tpot_s == pytest.approx(plain.tpot_s + moved / 999, rel=1e-9)
+    assert capped.ttft_s == pytest.approx(plain.ttft_s - moved, rel=1e-9)
+
+
 def test_nothing_moves_when_every_request_runs() -> None:
     costs = _costs(True)
     assert estimate_serving(30, 35, 1000, 1000, costs) == estimate_serving(
@@ -129,7 +140,7 @@ def test_a_burst_moves_its_parked_wait_within_its_queue_wait() -> None:
     # the rest as slots free (the cohort's life, then one per request_s), joining the batch
     first = plain.ttft_wave_s - plain.queue_wait_s
     join = estimate_serving(35, 35, 1000, 1000, _costs(True)).ttft_s  # desynchronised
-    life = first + 999 * paged.tpot_s
+    life = first + 999 * plain.tpot_s  # the oldest cohort is never the one preempted
     burst = burst_ttft_seconds(400, 35, first, life, 1.0 / request_s, join)
     assert paged.ttft_burst_s == pytest.approx(burst - moved, rel=1e-9)
     assert paged.tpot_burst_s == pytest.approx(plain.tpot_s + moved / 999, rel=1e-9)
