@@ -23,6 +23,28 @@ from rigwise.estimate.serving_preemption import (
 )
 
 
+def _schedule(running: list[list[int]], waiting: deque[list[int]], free: int, prompt: int) -> int:
+    """One scheduler step of the rules above on requests [generated, slots held, ...]: each
+    running request takes the slot of its next token, preempting the newest when none is free;
+    then, if none was preempted, waiting requests are admitted in order while their whole
+    context fits. Returns the free slots left."""
+    preempted, i = False, 0
+    while i < len(running):
+        request = running[i]
+        while free < 1 and request in running:
+            victim = running.pop()
+            free, victim[1], preempted = free + victim[1], 0, True
+            waiting.appendleft(victim)
+        if request not in running:
+            break
+        free, request[1], i = free - 1, request[1] + 1, i + 1
+    while not preempted and waiting and free >= prompt + waiting[0][0]:
+        request = waiting.popleft()
+        free, request[1] = free - prompt - request[0], prompt + request[0]
+        running.append(request)
+    return free
+
+
 def _simulate(capacity: int, prompt: int, gen: int, clients: int, steps: int) -> float:
     """Mean requests past first token over the mean running batch, the first third of
     ``steps`` left out (the first wave)."""
@@ -31,20 +53,7 @@ def _simulate(capacity: int, prompt: int, gen: int, clients: int, steps: int) ->
     waiting: deque[list[int]] = deque([0, 0] for _ in range(clients))
     past = run = 0
     for step in range(steps):
-        preempted, i = False, 0
-        while i < len(running):
-            request = running[i]
-            while free < 1 and request in running:
-                victim = running.pop()
-                free, victim[1], preempted = free + victim[1], 0, True
-                waiting.appendleft(victim)
-            if request not in running:
-                break
-            free, request[1], i = free - 1, request[1] + 1, i + 1
-        while not preempted and waiting and free >= prompt + waiting[0][0]:
-            request = waiting.popleft()
-            free, request[1] = free - prompt - request[0], prompt + request[0]
-            running.append(request)
+        free = _schedule(running, waiting, free, prompt)
         if step >= steps // 3:
             run += len(running)
             past += len(running) + sum(1 for request in waiting if request[0] > 0)
@@ -96,6 +105,17 @@ def test_preempted_wait_moves_from_ttft_to_tpot() -> None:
     assert paged.ttft_s == pytest.approx(plain.ttft_s - parked_s, rel=1e-9)
 
 
+def test_requests_started_are_capped_by_the_engines_max_batch() -> None:
+    """A preempted request goes back to the front of the waiting queue, so no new request
+    starts before it runs again: running + preempted stay within max_num_seqs (here 38 for a
+    KV-limited batch of 35), whatever the concurrency: 3 parked, not 0.2213 x 35 = 7.75."""
+    capped = estimate_serving(400, 35, 1000, 1000, replace(_costs(True), engine_cap=38))
+    plain = estimate_serving(400, 35, 1000, 1000, _costs(False))
+    moved = 3.0 * 1000 / plain.aggregate_tokens_per_s
+    assert capped.tpot_s == pytest.approx(plain.tpot_s + moved / 999, rel=1e-9)
+    assert capped.ttft_s == pytest.approx(plain.ttft_s - moved, rel=1e-9)
+
+
 def test_nothing_moves_when_every_request_runs() -> None:
     costs = _costs(True)
     assert estimate_serving(30, 35, 1000, 1000, costs) == estimate_serving(
@@ -129,7 +149,7 @@ def test_a_burst_moves_its_parked_wait_within_its_queue_wait() -> None:
     # the rest as slots free (the cohort's life, then one per request_s), joining the batch
     first = plain.ttft_wave_s - plain.queue_wait_s
     join = estimate_serving(35, 35, 1000, 1000, _costs(True)).ttft_s  # desynchronised
-    life = first + 999 * paged.tpot_s
+    life = first + 999 * plain.tpot_s  # the oldest cohort is never the one preempted
     burst = burst_ttft_seconds(400, 35, first, life, 1.0 / request_s, join)
     assert paged.ttft_burst_s == pytest.approx(burst - moved, rel=1e-9)
     assert paged.tpot_burst_s == pytest.approx(plain.tpot_s + moved / 999, rel=1e-9)
@@ -146,20 +166,7 @@ def _burst_parked_steps(capacity: int, prompt: int, gen: int, clients: int) -> t
     done_at: list[int] = []
     step = 0
     while len(done_at) < total:
-        preempted, i = False, 0
-        while i < len(running):
-            request = running[i]
-            while free < 1 and request in running:
-                victim = running.pop()
-                free, victim[1], preempted = free + victim[1], 0, True
-                waiting.appendleft(victim)
-            if request not in running:
-                break
-            free, request[1], i = free - 1, request[1] + 1, i + 1
-        while not preempted and waiting and free >= prompt + waiting[0][0]:
-            request = waiting.popleft()
-            free, request[1] = free - prompt - request[0], prompt + request[0]
-            running.append(request)
+        free = _schedule(running, waiting, free, prompt)
         for request in waiting:
             parked[request[2]] += request[0] > 0
         for request in list(running):

@@ -129,6 +129,7 @@ class Costs:
     request_overhead_s: float = 0.0  # API-server work per request, once (engine_overheads.csv)
     frontend_token_s: float = 0.0  # API-server CPU per streamed token: caps the rate (0: no cap)
     kv_preemption: bool = False  # paged KV cache limits the batch: newest preempted (preemption)
+    engine_cap: int = 0  # the engine's max_batch: requests started (running + preempted) at most
 
 
 def wave_prefill_tokens(admitted: Any, prompt: int, step_tokens: int) -> Any:
@@ -276,8 +277,9 @@ def estimate_serving(
     tpot = plain_tpot = float(wave_tpot_seconds(cycle, ttft_service, step, gen))
     in_system = per_replica * gen / aggregate  # Little's law, closed loop of per_replica clients
     wait = max(0.0, in_system - ttft_service - (gen - 1) * tpot) if per_replica > batch else 0.0
+    started = min(per_replica, costs.engine_cap) if costs.engine_cap else per_replica
     if costs.kv_preemption and per_replica > batch and gen > 1:  # serving_preemption
-        parked_s = preempted_requests(prompt, gen, batch, per_replica) * gen / aggregate
+        parked_s = preempted_requests(prompt, gen, batch, started) * gen / aggregate
         tpot, wait = tpot + parked_s / (gen - 1), max(0.0, wait - parked_s)
     one = costs.step_seconds(1)
     staggered = float(
@@ -286,9 +288,9 @@ def estimate_serving(
     own = ttft_service if per_replica > batch else staggered  # queued: slots free in waves
     queued = max(0, concurrency - replicas * batch)
     reason = _queue_reason(batch, queued, costs.frontend_token_s if frontend_bound else 0.0)
-    life = ttft_service + (gen - 1) * tpot  # the first cohort's stay: its slots then free
+    life = ttft_service + (gen - 1) * plain_tpot  # first cohort's stay (oldest: not preempted)
     burst = burst_ttft_seconds(per_replica, batch, ttft_service, life, aggregate / gen, staggered)
-    shape, queued_s = (prompt, gen, batch, per_replica), burst - ttft_service
+    shape, queued_s = (prompt, gen, batch, started), burst - ttft_service
     moved = burst_parked_seconds(shape, gen / aggregate, queued_s) if costs.kv_preemption else 0.0
     total = aggregate * min(replicas, concurrency)  # fewer requests than replicas: some idle
     return ServingEstimate(
@@ -394,5 +396,5 @@ def serve_plan(
     wanted = most * replicas if concurrency == "max" else int(concurrency)
     gpus = sum(stage.tp for stage in stages)
     costs = replica_costs(ctx, stages, network, prompt, gen, prefill)
-    costs = replace(costs, kv_preemption=ctx.overheads.kv_grows and most < cap)
+    costs = replace(costs, kv_preemption=ctx.overheads.kv_grows and most < cap, engine_cap=cap)
     return estimate_serving(max(1, wanted), most, prompt, gen, costs, replicas, gpus)

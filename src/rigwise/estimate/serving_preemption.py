@@ -66,7 +66,10 @@ def preempted_requests(prompt: int, gen: int, batch: int, in_flight: int) -> flo
     """Requests of one replica that are past their first token but preempted, waiting for KV
     blocks: (past_ratio - 1) x batch, at most the requests in flight beyond the batch: so
     continuous in the number queued, and none when none queue (a request is preempted only
-    when one beyond the batch was admitted)."""
+    when one beyond the batch was admitted). The caller caps ``in_flight`` at the engine's
+    max_batch (vLLM ``max_num_seqs``): a preempted request goes back to the front of the
+    waiting queue, so no new one starts before it runs again, and the requests started
+    (running and preempted) never exceed what once ran together."""
     extra = (past_ratio(prompt, gen) - 1.0) * batch
     return max(0.0, min(float(in_flight - batch), extra))
 
