@@ -8,7 +8,7 @@ import pytest
 from rigwise.catalog.loader import read_csv
 from rigwise.catalog.match import most_specific, specificity
 from rigwise.estimate.compute import training_factors
-from rigwise.estimate.inference_memory import best_row
+from rigwise.estimate.engine_overheads import best_row
 
 TRAINING = [
     {"applies_to": "*", "value": "any"},

@@ -97,7 +97,7 @@ def test_calibrated_uses_the_stored_factors(monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_validate_inference_on_one_file(tmp_path: Path) -> None:
-    from rigwise.validation.inference import default_directory
+    from rigwise.validation.inference_readers import default_directory
 
     name = "llamacpp_discussion15013_cuda_scoreboard_llama2_7b_q4_0.csv"
     (tmp_path / name).write_bytes((default_directory() / name).read_bytes())

@@ -6,12 +6,12 @@ import pytest
 
 from rigwise.estimate.compute import training_factors
 from rigwise.estimate.inference import flops_parts
-from rigwise.estimate.inference_memory import Stage
 from rigwise.estimate.inference_moe import (
     expert_gemm_factor,
     expert_smallest_dim,
     routed_expert_flops_per_token,
 )
+from rigwise.estimate.inference_stages import Stage
 from rigwise.hardware import get_accelerator
 from rigwise.models import load_model
 

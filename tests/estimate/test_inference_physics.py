@@ -13,6 +13,7 @@ import pytest
 from rigwise.errors import InputError
 from rigwise.estimate import comms
 from rigwise.estimate.collective_latency import collective_link
+from rigwise.estimate.engine_overheads import device_class, engine_overheads, usable_memory_bytes
 from rigwise.estimate.inference import (
     Context,
     decode_phase,
@@ -27,14 +28,11 @@ from rigwise.estimate.inference_memory import (
     DOES_NOT_FIT,
     FITS,
     TIGHT,
-    Stage,
-    device_class,
-    engine_overheads,
     offload_fraction,
     stage_memory,
     summarize,
-    usable_memory_bytes,
 )
+from rigwise.estimate.inference_stages import Stage
 from rigwise.hardware import Accelerator, Link
 from rigwise.models import ModelSpec, MoESpec
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from rigwise.estimate.inference import catalog_efficiency
-from rigwise.estimate.inference_memory import Stage
 from rigwise.estimate.inference_moe import moe_kernel, moe_kernel_seconds
+from rigwise.estimate.inference_stages import Stage
 from rigwise.hardware import get_accelerator
 from rigwise.models import load_model
 

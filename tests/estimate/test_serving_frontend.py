@@ -9,7 +9,7 @@ import pytest
 
 from rigwise.api.infer import plan_inference
 from rigwise.api.serving_search import search_serving_layouts
-from rigwise.estimate.inference_memory import engine_overheads
+from rigwise.estimate.engine_overheads import engine_overheads
 from rigwise.estimate.serving import Costs, estimate_serving
 from rigwise.estimate.serving_frontend import (
     burst_ttft_seconds,

@@ -28,7 +28,7 @@ from rigwise.estimate.inference_batched import (
 )
 from rigwise.hardware import get_accelerator
 from rigwise.models import load_model
-from rigwise.validation.inference import _Names, default_directory
+from rigwise.validation.inference_readers import _Names, default_directory
 
 
 def test_kernel_rooflines_keep_each_kernels_longer_side_and_add_them() -> None:

@@ -23,6 +23,28 @@ from rigwise.estimate.serving_preemption import (
 )
 
 
+def _schedule(running: list[list[int]], waiting: deque[list[int]], free: int, prompt: int) -> int:
+    """One scheduler step of the rules above on requests [generated, slots held, ...]: each
+    running request takes the slot of its next token, preempting the newest when none is free;
+    then, if none was preempted, waiting requests are admitted in order while their whole
+    context fits. Returns the free slots left."""
+    preempted, i = False, 0
+    while i < len(running):
+        request = running[i]
+        while free < 1 and request in running:
+            victim = running.pop()
+            free, victim[1], preempted = free + victim[1], 0, True
+            waiting.appendleft(victim)
+        if request not in running:
+            break
+        free, request[1], i = free - 1, request[1] + 1, i + 1
+    while not preempted and waiting and free >= prompt + waiting[0][0]:
+        request = waiting.popleft()
+        free, request[1] = free - prompt - request[0], prompt + request[0]
+        running.append(request)
+    return free
+
+
 def _simulate(capacity: int, prompt: int, gen: int, clients: int, steps: int) -> float:
     """Mean requests past first token over the mean running batch, the first third of
     ``steps`` left out (the first wave)."""
@@ -31,20 +53,7 @@ def _simulate(capacity: int, prompt: int, gen: int, clients: int, steps: int) ->
     waiting: deque[list[int]] = deque([0, 0] for _ in range(clients))
     past = run = 0
     for step in range(steps):
-        preempted, i = False, 0
-        while i < len(running):
-            request = running[i]
-            while free < 1 and request in running:
-                victim = running.pop()
-                free, victim[1], preempted = free + victim[1], 0, True
-                waiting.appendleft(victim)
-            if request not in running:
-                break
-            free, request[1], i = free - 1, request[1] + 1, i + 1
-        while not preempted and waiting and free >= prompt + waiting[0][0]:
-            request = waiting.popleft()
-            free, request[1] = free - prompt - request[0], prompt + request[0]
-            running.append(request)
+        free = _schedule(running, waiting, free, prompt)
         if step >= steps // 3:
             run += len(running)
             past += len(running) + sum(1 for request in waiting if request[0] > 0)
@@ -157,20 +166,7 @@ def _burst_parked_steps(capacity: int, prompt: int, gen: int, clients: int) -> t
     done_at: list[int] = []
     step = 0
     while len(done_at) < total:
-        preempted, i = False, 0
-        while i < len(running):
-            request = running[i]
-            while free < 1 and request in running:
-                victim = running.pop()
-                free, victim[1], preempted = free + victim[1], 0, True
-                waiting.appendleft(victim)
-            if request not in running:
-                break
-            free, request[1], i = free - 1, request[1] + 1, i + 1
-        while not preempted and waiting and free >= prompt + waiting[0][0]:
-            request = waiting.popleft()
-            free, request[1] = free - prompt - request[0], prompt + request[0]
-            running.append(request)
+        free = _schedule(running, waiting, free, prompt)
         for request in waiting:
             parked[request[2]] += request[0] > 0
         for request in list(running):

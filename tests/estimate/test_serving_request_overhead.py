@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from rigwise.api.infer import plan_inference
-from rigwise.estimate.inference_memory import engine_overheads
+from rigwise.estimate.engine_overheads import engine_overheads
 from rigwise.validation.inference_serving import benchmark_ttft_seconds
 
 # (plan options, benchmark arrivals (share, prompts, statistic), published TTFT in seconds)

@@ -11,7 +11,8 @@ import pytest
 
 from rigwise.api._lookup import cached_model
 from rigwise.api.infer import plan_inference
-from rigwise.estimate.inference_memory import device_class, engine_overheads, workspace_bytes
+from rigwise.estimate.engine_overheads import device_class, engine_overheads
+from rigwise.estimate.inference_memory import workspace_bytes
 from rigwise.estimate.serving import resident_kv_tokens
 from rigwise.hardware import get_accelerator
 from rigwise.plans import DOES_NOT_FIT

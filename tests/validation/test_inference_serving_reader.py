@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 
 from rigwise.estimate.serving import Costs, estimate_serving
-from rigwise.validation.inference import default_directory
+from rigwise.validation.inference_readers import default_directory
 from rigwise.validation.inference_serving import benchmark_tpot_seconds, first_wave_share
 
 

@@ -13,12 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from rigwise.validation.inference import (
-    InferenceValidation,
-    default_directory,
-    load_measurements,
-    validate_inference,
-)
+from rigwise.validation.inference import InferenceValidation, validate_inference
+from rigwise.validation.inference_readers import default_directory, load_measurements
 from rigwise.validation.stats import Comparison, coverage, error_stats, percentile
 
 TARGET_PCT = {"decode": 10.0, "prefill": 20.0, "serving": 20.0}
@@ -136,7 +132,7 @@ def test_coverage_counts_reasons() -> None:
 
 
 def test_llama_bench_rows_carry_the_build_their_engine_column_names() -> None:
-    from rigwise.validation.inference import _build_date
+    from rigwise.validation.inference_readers import _build_date
 
     assert _build_date("llama.cpp (Dec 2023 build, LLAMA_CUBLAS; RunPod)") == "2023-12"
     assert _build_date("llama.cpp (May 2024 build; CUDA 12.1.1 on RunPod)") == "2024-05"

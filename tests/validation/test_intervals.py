@@ -195,7 +195,7 @@ def test_coverage_is_reported_per_regime_with_rows_and_devices(comparisons: list
 
 def test_every_regime_a_plan_can_map_to_has_a_range() -> None:
     from rigwise.api.infer import ENGINES
-    from rigwise.estimate.inference_memory import device_class
+    from rigwise.estimate.engine_overheads import device_class
     from rigwise.estimate.intervals import lookup
     from rigwise.hardware import accelerators as catalog
 

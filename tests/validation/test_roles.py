@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rigwise.errors import InputError
-from rigwise.validation.inference import default_directory, load_measurements
+from rigwise.validation.inference_readers import default_directory, load_measurements
 from rigwise.validation.stats import NOT_MEASUREMENTS, ROLES
 from rigwise.validation.training import DATA_DIR, validate_training
 

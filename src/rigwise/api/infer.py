@@ -42,7 +42,8 @@ from rigwise.estimate.inference import (
     efficiency,
     prefill_phase,
 )
-from rigwise.estimate.inference_memory import MemoryBreakdown, Stage
+from rigwise.estimate.inference_memory import MemoryBreakdown
+from rigwise.estimate.inference_stages import Stage
 from rigwise.estimate.plan_intervals import add_inference_intervals
 from rigwise.estimate.serving_layout import check_rules, engine_context, serve_with_queue
 from rigwise.hardware import Cluster

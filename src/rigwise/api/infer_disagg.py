@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from rigwise.api.infer_stages import memory_of, overheads, with_host
 from rigwise.errors import InputError
 from rigwise.estimate.inference import Context, prefill_phase
-from rigwise.estimate.inference_memory import Stage
+from rigwise.estimate.inference_stages import Stage
 from rigwise.estimate.serving_layout import ReplicaLayout, check_rules, replica_stages
 from rigwise.hardware import Cluster
 from rigwise.plans import DOES_NOT_FIT, DisaggLayout, InferencePlan

@@ -15,19 +15,20 @@ from typing import TYPE_CHECKING
 
 from rigwise.api._lookup import cached_cluster, cached_model
 from rigwise.errors import InputError
-from rigwise.estimate.inference import Context
-from rigwise.estimate.inference_memory import (
+from rigwise.estimate.engine_overheads import (
     EngineOverheads,
-    MemoryBreakdown,
-    Stage,
-    can_offload,
     device_class,
     engine_overheads,
+    usable_memory_bytes,
+)
+from rigwise.estimate.inference import Context
+from rigwise.estimate.inference_memory import (
+    MemoryBreakdown,
     offload_fraction,
     stage_memory,
     summarize,
-    usable_memory_bytes,
 )
+from rigwise.estimate.inference_stages import Stage, can_offload
 from rigwise.estimate.serving_layout import ReplicaLayout, auto_offload, replica_stages
 from rigwise.hardware import Accelerator, Cluster
 from rigwise.models import ModelSpec

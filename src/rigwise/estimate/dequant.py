@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 
 from rigwise.errors import InputError
-from rigwise.estimate.inference_memory import best_row
+from rigwise.estimate.engine_overheads import best_row
 from rigwise.models.quant import quant_format
 
 

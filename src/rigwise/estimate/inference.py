@@ -26,21 +26,16 @@ from rigwise.estimate.collective_latency import collective_link
 from rigwise.estimate.dequant import extra_traffic_ratio
 from rigwise.estimate.elementwise import maximum
 from rigwise.estimate.engine_builds import build_effects
+from rigwise.estimate.engine_overheads import EngineOverheads, best_row, device_class
 from rigwise.estimate.engine_rules import compute_capability
-from rigwise.estimate.inference_memory import (
-    EngineOverheads,
-    Stage,
-    best_row,
-    device_class,
-    expert_weight_share,
-    stage_kv_split,
-)
+from rigwise.estimate.inference_memory import expert_weight_share, stage_kv_split
 from rigwise.estimate.inference_moe import (
     expert_gemm_factor,
     moe_kernel,
     moe_kernel_seconds,
     routed_expert_flops_per_token,
 )
+from rigwise.estimate.inference_stages import Stage
 from rigwise.estimate.launch_overhead import clock_scale
 from rigwise.hardware import Accelerator, Link
 from rigwise.models import ModelSpec

@@ -18,8 +18,8 @@ from rigwise.estimate.inference import (
     hop_seconds,
     peak_flops,
 )
-from rigwise.estimate.inference_memory import Stage
 from rigwise.estimate.inference_moe import expert_gemm_factor
+from rigwise.estimate.inference_stages import Stage
 from rigwise.hardware import Link
 
 

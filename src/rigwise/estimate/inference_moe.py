@@ -16,12 +16,9 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
-from rigwise.estimate.inference_memory import (
-    Stage,
-    best_row,
-    device_class,
-    routed_expert_matrices,
-)
+from rigwise.estimate.engine_overheads import best_row, device_class
+from rigwise.estimate.inference_memory import routed_expert_matrices
+from rigwise.estimate.inference_stages import Stage
 from rigwise.estimate.launch_overhead import boost_clock_hz
 from rigwise.models import ModelSpec
 

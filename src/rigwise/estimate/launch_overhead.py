@@ -17,7 +17,7 @@ import functools
 
 from rigwise.catalog.loader import read_csv
 from rigwise.catalog.match import glob_match
-from rigwise.estimate.inference_memory import best_row, device_class
+from rigwise.estimate.engine_overheads import best_row, device_class
 from rigwise.hardware import Accelerator
 
 

@@ -53,7 +53,7 @@ def training_regime(metric: str, accelerator: str, devices: int, precision: str 
 @functools.lru_cache(maxsize=256)
 def _device_class_of(accelerator_id: str) -> str:
     from rigwise.errors import RigwiseError
-    from rigwise.estimate.inference_memory import device_class
+    from rigwise.estimate.engine_overheads import device_class
     from rigwise.hardware import get_accelerator
 
     try:
