@@ -10,7 +10,8 @@ from tests.estimate.test_inference_physics import context, dense_model, gpu, sta
 
 from rigwise.errors import InputError
 from rigwise.estimate.engine_builds import CURRENT, build_effects, normalise_build
-from rigwise.estimate.inference import flops_parts, prefill_stage_parts
+from rigwise.estimate.inference import prefill_stage_parts
+from rigwise.estimate.model_memo import flops_parts
 
 # llama.cpp PR #4766, JohannesGaessler's RTX 3090 llama 7B runs, master vs ggml-backend (pp512)
 Q4_0_RATIO = 3408.18 / 3510.53

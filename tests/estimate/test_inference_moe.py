@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 
 from rigwise.estimate.compute import training_factors
-from rigwise.estimate.inference import flops_parts
 from rigwise.estimate.inference_moe import (
     expert_gemm_factor,
     expert_smallest_dim,
     routed_expert_flops_per_token,
 )
 from rigwise.estimate.inference_stages import Stage
+from rigwise.estimate.model_memo import flops_parts
 from rigwise.hardware import get_accelerator
 from rigwise.models import load_model
 

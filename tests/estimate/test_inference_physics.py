@@ -18,12 +18,12 @@ from rigwise.estimate.inference import (
     Context,
     decode_phase,
     decode_stage_parts,
-    efficiency,
     pipeline_factor,
     prefill_phase,
     read_weight_bytes,
     weight_reads,
 )
+from rigwise.estimate.inference_efficiency import efficiency
 from rigwise.estimate.inference_memory import (
     DOES_NOT_FIT,
     FITS,

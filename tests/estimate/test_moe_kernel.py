@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from rigwise.estimate.inference import catalog_efficiency
+from rigwise.estimate.inference_efficiency import catalog_efficiency
 from rigwise.estimate.inference_moe import moe_kernel, moe_kernel_seconds
 from rigwise.estimate.inference_stages import Stage
 from rigwise.hardware import get_accelerator

@@ -15,10 +15,8 @@ from rigwise.api.infer import plan_inference
 from rigwise.estimate import comms
 from rigwise.estimate.collective_latency import collective_link
 from rigwise.estimate.inference import (
-    catalog_efficiency,
     decode_phase,
     decode_stage_parts,
-    flops_parts,
     kernel_rooflines,
     kernel_sums,
 )
@@ -26,6 +24,8 @@ from rigwise.estimate.inference_batched import (
     decode_step_seconds,
     prefill_seconds_per_token_batched,
 )
+from rigwise.estimate.inference_efficiency import catalog_efficiency
+from rigwise.estimate.model_memo import flops_parts
 from rigwise.hardware import get_accelerator
 from rigwise.models import load_model
 from rigwise.validation.inference_readers import _Names, default_directory

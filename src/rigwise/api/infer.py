@@ -34,14 +34,8 @@ from rigwise.api.infer_stages import (
 from rigwise.api.levers import suggest_levers
 from rigwise.errors import InputError
 from rigwise.estimate.engine_rules import native_format
-from rigwise.estimate.inference import (
-    Context,
-    Phase,
-    catalog_efficiency,
-    decode_phase,
-    efficiency,
-    prefill_phase,
-)
+from rigwise.estimate.inference import Context, Phase, decode_phase, prefill_phase
+from rigwise.estimate.inference_efficiency import catalog_efficiency, efficiency
 from rigwise.estimate.inference_memory import MemoryBreakdown
 from rigwise.estimate.inference_stages import Stage
 from rigwise.estimate.plan_intervals import add_inference_intervals

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from rigwise.api import infer_stages as _stages
-from rigwise.estimate.inference import Context, catalog_efficiency
+from rigwise.estimate.inference import Context
+from rigwise.estimate.inference_efficiency import catalog_efficiency
 from rigwise.estimate.inference_memory import MemoryBreakdown
 from rigwise.estimate.inference_stages import Stage
 from rigwise.estimate.serving_layout import ReplicaLayout, replica_stages

@@ -63,7 +63,7 @@ def reference(
 ) -> Reference | None:  # fmt: skip
     """The reference plan before/after ``calibration`` (None: no inference key, or no plan)."""
     from rigwise.api.infer import plan_inference
-    from rigwise.estimate.inference import CALIBRATION_KEYS
+    from rigwise.estimate.inference_efficiency import CALIBRATION_KEYS
 
     usable = {k: v for k, v in calibration.items() if k in CALIBRATION_KEYS}
     if not usable:

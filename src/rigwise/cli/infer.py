@@ -31,7 +31,7 @@ def _this_machine_calibration() -> tuple[dict[str, float], str, str | None]:
     whichever the newest bench run stored (bench/measured.py); says which run, how old."""
     from rigwise.api.machine import this_machine
     from rigwise.bench.measured import this_machine_calibration
-    from rigwise.estimate.inference import CALIBRATION_KEYS
+    from rigwise.estimate.inference_efficiency import CALIBRATION_KEYS
 
     device = this_machine().cluster.nodes[0].accelerator
     found = this_machine_calibration(device.id)
@@ -65,7 +65,7 @@ def _calibration(on: str | None) -> tuple[dict[str, float], str, str | None]:
         )
     source = calibration.calibration_source(accelerator.id)
     said = None if source is None else source.describe()  # which measurement, how old
-    from rigwise.estimate.inference import CALIBRATION_KEYS
+    from rigwise.estimate.inference_efficiency import CALIBRATION_KEYS
 
     return {k: float(v) for k, v in found.items() if k in CALIBRATION_KEYS}, on, said
 

@@ -7,27 +7,24 @@ cache are read once per token (Pope et al. 2022, "Efficiently Scaling Transforme
 Sec. 2). Prefill is compute-bound: ``flops_per_token`` over the prompt (Kaplan et al. 2020).
 Layer split runs stages in turn, so their times add; tensor parallel pays two all-reduces of
 the hidden state per layer (Shoeybi et al. 2019, Megatron-LM Sec. 3). The fraction of the peak
-reached is data (``efficiency_inference.csv``), per engine x device class x quant kernel.
-
-Over 400 lines on purpose: the stage roofline, its context and the prefill/decode phases built
-from it are one estimate; the batched and MoE parts already live in their own modules.
+reached is data (``efficiency_inference.csv``), per engine x device class x quant kernel
+(``estimate.inference_efficiency``); the batched and MoE parts live in their own modules.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
-from rigwise.errors import InputError
 from rigwise.estimate import comms
 from rigwise.estimate.collective_latency import collective_link
 from rigwise.estimate.dequant import extra_traffic_ratio
 from rigwise.estimate.elementwise import maximum
 from rigwise.estimate.engine_builds import build_effects
-from rigwise.estimate.engine_overheads import EngineOverheads, best_row, device_class
+from rigwise.estimate.engine_overheads import EngineOverheads, device_class
 from rigwise.estimate.engine_rules import compute_capability
+from rigwise.estimate.inference_efficiency import Efficiency, efficiency, peak_flops
 from rigwise.estimate.inference_memory import expert_weight_share, stage_kv_split
 from rigwise.estimate.inference_moe import (
     expert_gemm_factor,
@@ -37,80 +34,11 @@ from rigwise.estimate.inference_moe import (
 )
 from rigwise.estimate.inference_stages import Stage
 from rigwise.estimate.launch_overhead import clock_scale
-from rigwise.hardware import Accelerator, Link
+from rigwise.estimate.model_memo import flops_parts, kv_bytes, memoised
+from rigwise.hardware import Link
 from rigwise.models import ModelSpec
 
 _ACTIVATION_BYTES = 2  # hidden states travel between devices in fp16/bf16
-CALIBRATION_KEYS = (
-    "decode_bandwidth_efficiency",
-    "decode_kv_bandwidth_efficiency",
-    "decode_compute_efficiency",
-    "prefill_compute_efficiency",
-    "prefill_attention_efficiency",
-    "serving_compute_efficiency",
-    "moe_expert_efficiency",
-)
-
-
-@dataclass(frozen=True)
-class Efficiency:
-    """Fractions of the datasheet peaks one engine reaches on one device class and quant."""
-
-    decode_bandwidth_efficiency: float
-    decode_kv_bandwidth_efficiency: float
-    decode_overhead_per_layer_s: float
-    decode_compute_efficiency: float
-    prefill_dtype: str
-    prefill_compute_efficiency: float
-    prefill_attention_efficiency: float
-    serving_compute_efficiency: float
-    moe_expert_efficiency: float  # extra factor on routed-expert weight reads (grouped GEMMs)
-    source: str
-
-
-@functools.cache
-def catalog_efficiency(engine: str, klass: str, quant: str) -> Efficiency:
-    row = best_row("efficiency_inference.csv", engine=engine, device_class=klass, quant=quant)
-    return Efficiency(
-        decode_bandwidth_efficiency=float(row["decode_bandwidth_efficiency"]),
-        decode_kv_bandwidth_efficiency=float(row["decode_kv_bandwidth_efficiency"]),
-        decode_overhead_per_layer_s=float(row["decode_overhead_per_layer_us"]) * 1e-6,
-        decode_compute_efficiency=float(row["decode_compute_efficiency"]),
-        prefill_dtype=row["prefill_dtype"],
-        prefill_compute_efficiency=float(row["prefill_compute_efficiency"]),
-        prefill_attention_efficiency=float(row["prefill_attention_efficiency"]),
-        serving_compute_efficiency=float(row["serving_compute_efficiency"]),
-        moe_expert_efficiency=float(row["moe_expert_efficiency"]),
-        source=row["source"],
-    )
-
-
-def efficiency(
-    engine: str, stage: Stage, quant: str, calibration: Mapping[str, float] | None
-) -> Efficiency:
-    """The catalog factors for this stage's device, overridden by measured ``calibration``."""
-    found = catalog_efficiency(engine, device_class(stage.accelerator), quant.lower())
-    if not calibration:
-        return found
-    unknown = sorted(set(calibration) - set(CALIBRATION_KEYS))
-    if unknown:
-        raise InputError(
-            f"Unknown calibration key(s) {', '.join(unknown)}.",
-            hint=f"Use: {', '.join(CALIBRATION_KEYS)}.",
-        )
-    for key, value in calibration.items():
-        if not 0 < float(value) <= 1.5:
-            raise InputError(f"Calibration {key}={value!r} is not a fraction of peak (0-1.5].")
-    overrides: dict[str, Any] = {k: float(v) for k, v in calibration.items()}
-    return replace(found, **overrides)
-
-
-def peak_flops(accelerator: Accelerator, dtype: str) -> float:
-    """Dense peak for ``dtype``; ``fp16_acc16`` is fp16 with fp16 accumulate (GeForce cards
-    run it at twice the fp32-accumulate rate; others at the same rate)."""
-    if dtype == "fp16_acc16":
-        return getattr(accelerator, "fp16_acc16_flops", None) or accelerator.peak_flops("fp16")
-    return accelerator.peak_flops(dtype)
 
 
 @dataclass(frozen=True)
@@ -146,40 +74,6 @@ class Context:
     calibration: Mapping[str, float] | None
     engine_build: str | None = None  # an older build's kernels (engine_builds.csv); None: current
     max_sequences: int | None = None  # the user's cap on running requests (vLLM --max-num-seqs)
-
-
-_MEMO: dict[tuple[str, int, int, str], tuple[ModelSpec, Any]] = {}
-_MEMO_LIMIT = 100_000
-
-
-def _memo(kind: str, spec: ModelSpec, context: int, dtype: str, compute: Any) -> Any:
-    """Memoise per model object (by identity: hashing a whole ModelSpec costs more than the
-    arithmetic); sweeps ask for the same few contexts many times."""
-    key = (kind, id(spec), context, dtype)
-    hit = _MEMO.get(key)
-    if hit is not None and hit[0] is spec:
-        return hit[1]
-    if len(_MEMO) > _MEMO_LIMIT:
-        _MEMO.clear()
-    value = compute()
-    _MEMO[key] = (spec, value)
-    return value
-
-
-def kv_bytes(spec: ModelSpec, context: int, dtype: str) -> float:
-    """``spec.kv_cache_bytes(context, dtype)``, memoised."""
-    return float(_memo("kv", spec, context, dtype, lambda: spec.kv_cache_bytes(context, dtype)))
-
-
-def flops_parts(spec: ModelSpec, context: int) -> tuple[float, float]:
-    """(matmul, attention) forward FLOPs per token at ``context``, memoised."""
-
-    def compute() -> tuple[float, float]:
-        parts = spec.flops_per_token_parts(context)
-        return parts["matmul"], parts["attention"]
-
-    result: tuple[float, float] = _memo("flops", spec, context, "", compute)
-    return result
 
 
 def attention_dtype(ctx: Context, eff: Efficiency) -> str:
@@ -357,7 +251,7 @@ def prefill_stage_parts(ctx: Context, stage: Stage, prompt: int) -> dict[str, fl
         "tensor_parallel_comm": _tp_comm(ctx, stage, prompt),
     }
     if build.dequant_gemm:  # an older build's pass: read the quantized weights, write fp16 ones
-        fp16 = _memo("f16", ctx.spec, 0, "", lambda: ctx.spec.weights_bytes("f16")) * share
+        fp16 = memoised("f16", ctx.spec, 0, "", lambda: ctx.spec.weights_bytes("f16")) * share
         parts["dequantization"] = (
             chunks * (weights + fp16 * (1 - stage.offloaded_fraction)) / bandwidth
         )

@@ -13,13 +13,12 @@ from rigwise.estimate.inference import (
     _tp_comm,
     attention_dtype,
     decode_stage_parts,
-    efficiency,
-    flops_parts,
     hop_seconds,
-    peak_flops,
 )
+from rigwise.estimate.inference_efficiency import efficiency, peak_flops
 from rigwise.estimate.inference_moe import expert_gemm_factor
 from rigwise.estimate.inference_stages import Stage
+from rigwise.estimate.model_memo import flops_parts
 from rigwise.hardware import Link
 
 
