@@ -11,9 +11,9 @@ import pytest
 
 from rigwise.estimate.serving import (
     wave_prefill_tokens,
-    wave_tpot_seconds,
     wave_ttft_seconds,
 )
+from rigwise.estimate.serving_tpot import wave_tpot_seconds
 
 
 @pytest.mark.parametrize("admitted", [1, 4, 32, 250])

@@ -18,7 +18,8 @@ with N requests kept in flight (a closed loop, as benchmark clients do), Little'
 service is queueing, and it is added to the time to first token; where a paged cache limits the
 batch, the requests preempted mid-decode wait in the time per output token instead
 (``serving_preemption``). Only one request that cannot fit at all is "does not fit"; concurrency
-alone never is.
+alone never is. The time per output token is the cycle less the first token over the other
+tokens: the prompts chunked into a request's decode steps set it (``serving_tpot``).
 
 Time to first token under load: benchmark clients keep C equal requests in a closed loop, so a
 running batch is admitted together and its prompts are prefilled first come, first served in
@@ -63,6 +64,7 @@ from rigwise.estimate.serving_frontend import (
     frontend_cycle_seconds,
 )
 from rigwise.estimate.serving_preemption import burst_parked_seconds, preempted_requests
+from rigwise.estimate.serving_tpot import wave_tpot_seconds
 from rigwise.hardware import Link
 from rigwise.models import ModelSpec
 
@@ -182,16 +184,6 @@ def closed_loop_ttft_seconds(
     return staggered + prefill_collision_seconds(batch, own_prefill_s, cycle_s)
 
 
-def wave_tpot_seconds(cycle_s: Any, ttft_s: Any, step_s: Any, gen: int) -> Any:
-    """Time per output token after the first: a request lives one cycle of its batch (closed
-    loop), so what the cycle leaves after its first token is spread over its other tokens
-    (the prefills of the batch members behind it interleave with its decode); never less
-    than a decode step."""
-    if gen <= 1:
-        return step_s
-    return maximum(as_float(step_s), (cycle_s - ttft_s) / (gen - 1))
-
-
 def step_token_budget(ctx: Context, stages: tuple[Stage, ...]) -> int:
     """Prompt tokens one scheduler step takes: the engine's default for the device
     (engine_defaults.csv ``step_tokens``, e.g. vLLM 2048 below 70 GiB) or its workspace."""
@@ -274,18 +266,17 @@ def estimate_serving(
     aggregate = batch * gen / cycle
     prefill_s = (costs.single_prefill_seconds, costs.prefill_seconds_per_token)
     ttft_service = float(wave_ttft_seconds(batch, prompt, costs.chunk_tokens, prefill_s, step))
-    tpot = plain_tpot = float(wave_tpot_seconds(cycle, ttft_service, step, gen))
+    first_token = ttft_service if per_replica <= batch else own_prefill + step  # serving_tpot
+    tpot = plain_tpot = float(wave_tpot_seconds(cycle, first_token, step, gen))
     in_system = per_replica * gen / aggregate  # Little's law, closed loop of per_replica clients
     wait = max(0.0, in_system - ttft_service - (gen - 1) * tpot) if per_replica > batch else 0.0
     started = min(per_replica, costs.engine_cap) if costs.engine_cap else per_replica
     if costs.kv_preemption and per_replica > batch and gen > 1:  # serving_preemption
         parked_s = preempted_requests(prompt, gen, batch, started) * gen / aggregate
         tpot, wait = tpot + parked_s / (gen - 1), max(0.0, wait - parked_s)
-    one = costs.step_seconds(1)
-    staggered = float(
-        closed_loop_ttft_seconds(batch, costs.single_prefill_seconds, step, one, own_prefill, cycle)
-    )
-    own = ttft_service if per_replica > batch else staggered  # queued: slots free in waves
+    one, single = costs.step_seconds(1), costs.single_prefill_seconds
+    staggered = float(closed_loop_ttft_seconds(batch, single, step, one, own_prefill, cycle))
+    own = ttft_service if per_replica > batch else staggered  # queued: Little's law sets it
     queued = max(0, concurrency - replicas * batch)
     reason = _queue_reason(batch, queued, costs.frontend_token_s if frontend_bound else 0.0)
     life = ttft_service + (gen - 1) * plain_tpot  # first cohort's stay (oldest: not preempted)

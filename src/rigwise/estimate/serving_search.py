@@ -38,12 +38,12 @@ from rigwise.estimate.serving import (
     max_concurrency,
     resident_kv_tokens,
     step_token_budget,
-    wave_tpot_seconds,
     wave_ttft_seconds,
 )
 from rigwise.estimate.serving_disagg import kv_transfer_seconds
 from rigwise.estimate.serving_frontend import frontend_cycle_seconds
 from rigwise.estimate.serving_layout import ReplicaLayout, check_rules
+from rigwise.estimate.serving_tpot import wave_tpot_seconds
 from rigwise.hardware import Cluster, Link
 from rigwise.plans import DOES_NOT_FIT
 
