@@ -12,19 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from rigwise.estimate.engine_overheads import FP32_BYTES, usable_memory_bytes
-from rigwise.estimate.engine_overheads import EngineOverheads as EngineOverheads
+from rigwise.estimate.engine_overheads import FP32_BYTES, EngineOverheads, usable_memory_bytes
 from rigwise.estimate.engine_rules import engine_defaults
-from rigwise.estimate.inference_stages import Stage as Stage
-from rigwise.estimate.inference_stages import build_stages as build_stages
-from rigwise.estimate.inference_stages import group_count as group_count
+from rigwise.estimate.inference_stages import Stage
 from rigwise.hardware import Accelerator
 from rigwise.models import ModelSpec
 from rigwise.plans import DOES_NOT_FIT, FITS, TIGHT
 from rigwise.units import GB
-
-# (``X as X``: estimate/serving*.py import EngineOverheads, Stage, build_stages and group_count
-# from here, as they did when this module held them.)
 
 # llama.cpp keeps logits for the whole micro-batch in fp32 (n_ubatch x n_vocab x 4 B; ikawrakow/
 # ik_llama.cpp PR #1560) plus a few fp32 hidden-state buffers per token (ggml graph allocator).

@@ -47,6 +47,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from rigwise.estimate.elementwise import as_float, ceil, maximum, minimum
+from rigwise.estimate.engine_overheads import EngineOverheads
 from rigwise.estimate.engine_rules import engine_defaults
 from rigwise.estimate.inference import (
     Context,
@@ -57,7 +58,8 @@ from rigwise.estimate.inference_batched import (
     decode_step_seconds,
     prefill_seconds_per_token_batched,
 )
-from rigwise.estimate.inference_memory import EngineOverheads, MemoryBreakdown, Stage, kv_split
+from rigwise.estimate.inference_memory import MemoryBreakdown, kv_split
+from rigwise.estimate.inference_stages import Stage
 from rigwise.estimate.serving_frontend import (
     burst_ttft_seconds,
     frontend_batch,

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from rigwise.errors import InputError
 from rigwise.estimate import comms
 from rigwise.estimate.inference import Context, Phase
-from rigwise.estimate.inference_memory import MemoryBreakdown, Stage
+from rigwise.estimate.inference_memory import MemoryBreakdown
+from rigwise.estimate.inference_stages import Stage
 from rigwise.estimate.serving import (
     ServingEstimate,
     engine_max_batch,

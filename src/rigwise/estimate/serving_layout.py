@@ -16,15 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from rigwise.errors import InputError
+from rigwise.estimate.engine_overheads import EngineOverheads
 from rigwise.estimate.engine_rules import Violation, engine_defaults, violation
 from rigwise.estimate.inference import Context, Phase
-from rigwise.estimate.inference_memory import (
-    EngineOverheads,
-    MemoryBreakdown,
-    Stage,
-    build_stages,
-    group_count,
-)
+from rigwise.estimate.inference_memory import MemoryBreakdown
+from rigwise.estimate.inference_stages import Stage, build_stages, group_count
 from rigwise.estimate.serving import ServingEstimate, serve_plan
 from rigwise.hardware import Accelerator, Cluster, Link
 from rigwise.models import ModelSpec

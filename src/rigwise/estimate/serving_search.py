@@ -31,7 +31,8 @@ from rigwise.estimate.inference_batched import (
     decode_step_seconds,
     prefill_seconds_per_token_batched,
 )
-from rigwise.estimate.inference_memory import MemoryBreakdown, Stage
+from rigwise.estimate.inference_memory import MemoryBreakdown
+from rigwise.estimate.inference_stages import Stage
 from rigwise.estimate.serving import (
     closed_loop_ttft_seconds,
     engine_max_batch,
