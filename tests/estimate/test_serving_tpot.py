@@ -93,3 +93,19 @@ def test_tpot_is_never_below_a_decode_step() -> None:
     assert wave_tpot_seconds(1.0, 0.9, STEP_S, 100) == STEP_S  # the cycle left: 1 ms a token
     assert wave_tpot_seconds(9.0, 0.9, STEP_S, 1) == STEP_S  # one token: no TPOT of its own
     assert wave_tpot_seconds(9.0, 0.9, STEP_S, 101) == pytest.approx(0.081)
+
+
+@pytest.mark.parametrize(
+    ("prompt", "gen", "batch", "budget"), [(3000, 3, 6, 2048), (8000, 2, 5, 2048)]
+)
+def test_tpot_is_at_most_a_step_with_a_full_chunk(
+    prompt: int, gen: int, batch: int, budget: int
+) -> None:
+    """When the other prompts need more chunk steps than a request decodes ((B - 1) P / T >
+    gen - 1), each of its steps carries one full chunk at most: the scheduler serves every
+    running decode first, so the prompts left wait in the queue (TTFT), not between its tokens.
+    TPOT = step + T x prefill per token, as the simulated rules give (within 4 %)."""
+    result = estimate_serving(3 * batch, batch, prompt, gen, _costs(prompt, budget))
+    assert result.tpot_s == pytest.approx(STEP_S + budget * TOKEN_S, rel=1e-9)
+    simulated = _simulated_tpot(prompt, gen, batch, 3 * batch, budget)
+    assert result.tpot_s == pytest.approx(simulated, rel=0.04)

@@ -269,7 +269,8 @@ def estimate_serving(
     prefill_s = (costs.single_prefill_seconds, costs.prefill_seconds_per_token)
     ttft_service = float(wave_ttft_seconds(batch, prompt, costs.chunk_tokens, prefill_s, step))
     first_token = ttft_service if per_replica <= batch else own_prefill + step  # serving_tpot
-    tpot = plain_tpot = float(wave_tpot_seconds(cycle, first_token, step, gen))
+    chunk_step = step + costs.chunk_tokens * costs.prefill_seconds_per_token
+    tpot = plain_tpot = float(wave_tpot_seconds(cycle, first_token, step, gen, chunk_step))
     in_system = per_replica * gen / aggregate  # Little's law, closed loop of per_replica clients
     wait = max(0.0, in_system - ttft_service - (gen - 1) * tpot) if per_replica > batch else 0.0
     started = min(per_replica, costs.engine_cap) if costs.engine_cap else per_replica

@@ -199,7 +199,9 @@ def _aggregated(shape: Shape, network: Link | None, request: SearchRequest) -> d
     prefill_s = (shape.single_prefill_s, shape.prefill_per_token_s)
     dp = request.gpus // shape.gpus
     ttft = wave_ttft_seconds(batch, request.prompt, budget, prefill_s, step)
-    tpot = wave_tpot_seconds(cycle, ttft, step, request.gen)
+    tpot = wave_tpot_seconds(
+        cycle, ttft, step, request.gen, step + budget * shape.prefill_per_token_s
+    )
     staggered = closed_loop_ttft_seconds(
         batch, shape.single_prefill_s, step, float(step[0]), own, cycle
     )

@@ -33,14 +33,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from rigwise.estimate.elementwise import as_float, maximum
+from rigwise.estimate.elementwise import as_float, maximum, minimum
 
 
-def wave_tpot_seconds(cycle_s: Any, ttft_s: Any, step_s: Any, gen: int) -> Any:
+def wave_tpot_seconds(
+    cycle_s: Any, ttft_s: Any, step_s: Any, gen: int, chunk_step_s: Any = None
+) -> Any:
     """Time per output token after the first: a request lives one cycle of its batch (closed
     loop), so what the cycle leaves after its first token is spread over its other tokens
     (the prefills of the batch members behind it interleave with its decode); never less
-    than a decode step."""
+    than a decode step, and never more than ``chunk_step_s``, a step that carries a full chunk
+    of the step's token budget beside the running decodes: the scheduler gives every running
+    request its token each step before any prompt chunk, so prompts beyond what its decode
+    steps carry wait in the queue (time to first token), not between its tokens."""
     if gen <= 1:
         return step_s
-    return maximum(as_float(step_s), (cycle_s - ttft_s) / (gen - 1))
+    tpot = maximum(as_float(step_s), (cycle_s - ttft_s) / (gen - 1))
+    return tpot if chunk_step_s is None else minimum(tpot, chunk_step_s)
