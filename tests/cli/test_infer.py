@@ -118,6 +118,20 @@ def test_search_prints_the_frontier_and_the_best_of_each_mode() -> None:
     assert re.search(r"tok/s/GPU \([\d,.]+-[\d,.]+", best), best
 
 
+def test_search_with_slos_no_layout_meets_is_a_result_not_an_error() -> None:
+    # every layout over a 1 ms TTFT: exit 1 (infeasible), each rejection counted, no table
+    code, out = _run("infer", "llama-3.1-8b", "--on", "l4", "--search", "--slo-ttft", "1ms")
+    assert code == 1, out
+    assert "0 meet the SLOs" in out and "TTFT over the SLO" in out
+    assert "best aggregated: none meets the SLOs" in out and "Pareto" not in out
+    code, out = _run(
+        "infer", "llama-3.1-8b", "--on", "l4", "--search", "--slo-ttft", "1ms", "--json"
+    )
+    assert code == 1, out
+    found = json.loads(out)
+    assert found["frontier"] == [] and found["feasible"] == 0 and found["best_aggregated"] is None
+
+
 def test_search_json_and_flags_that_need_it() -> None:
     code, out = _run("infer", "llama-3.1-8b", "--on", "2x h100-sxm", "--search", "--json")
     assert code == 0

@@ -67,7 +67,8 @@ def render_search(found: Any) -> None:
             str(row["gpus"]), format_seconds(row["ttft_s"]), format_seconds(row["tpot_s"]),
             f"{row['tokens_per_s_per_gpu']:,.1f}", f"{row['tokens_per_s_per_user']:,.1f}",
         )  # fmt: skip
-    out.print(table)
+    if found.rows:  # no empty table when every layout is over an SLO
+        out.print(table)
     for mode, row in (("aggregated", found.best_aggregated),
                       ("disaggregated", found.best_disaggregated)):  # fmt: skip
         if row:

@@ -290,8 +290,11 @@ def _row(table: dict[str, np.ndarray], meta: list[dict[str, Any]], i: int) -> di
 
 
 def frontier(per_gpu: np.ndarray, per_user: np.ndarray) -> np.ndarray:
-    """Indices on the Pareto frontier (no other row is better on both), fastest per user first."""
+    """Indices on the Pareto frontier (no other row is better on both), fastest per user first;
+    none when no row is left (every layout over an SLO)."""
     order = np.lexsort((-per_gpu, -per_user))
+    if order.size == 0:
+        return order
     best = np.maximum.accumulate(per_gpu[order])
     keep = np.concatenate(([True], best[1:] > best[:-1]))
     return order[keep]
