@@ -112,3 +112,17 @@ def test_ollama_offloads_layers_by_itself_llama_cpp_only_when_asked() -> None:
     assert ollama.fits and ollama.memory.host_offload_bytes > 1e9  # type: ignore[attr-defined]
     assert not _plan(**base, engine="llama.cpp").fits  # type: ignore[attr-defined]
     assert _plan(**base, engine="llama.cpp", offload="auto").fits  # type: ignore[attr-defined]
+
+
+def test_ollama_offload_without_a_host_plans_on_the_default_desktop_and_says_so() -> None:
+    """No --host: Ollama still splits gpt-oss-20b with system RAM (it does so by itself), so
+    the plan takes workload_defaults.csv's desktop host and a note names it; with the same
+    host named, the same figures and no such note; --offload none is "does not fit"."""
+    base = dict(model="gpt-oss-20b", on="rtx-3060-12gb", engine="ollama")
+    bare = _plan(**base)
+    named = _plan(**base, host="ryzen-9-7950x-ddr5-6000")
+    assert bare.fits and bare.memory.host_offload_bytes > 1e9  # type: ignore[attr-defined]
+    assert any("default desktop host ryzen-9-7950x-ddr5-6000" in n for n in bare.notes)  # type: ignore[attr-defined]
+    assert not any("default desktop host" in n for n in named.notes)  # type: ignore[attr-defined]
+    assert bare.decode.tokens_per_s == named.decode.tokens_per_s  # type: ignore[attr-defined]
+    assert not _plan(**base, offload="none").fits  # type: ignore[attr-defined]

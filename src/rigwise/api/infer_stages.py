@@ -218,6 +218,26 @@ def with_host(stages: tuple[Stage, ...], host: str | None) -> tuple[Stage, ...]:
     )
 
 
+def _with_default_host(
+    stages: tuple[Stage, ...], engine: str, notes: list[str]
+) -> tuple[Stage, ...]:
+    """An engine that offloads to host RAM by itself (engine_defaults.csv ``auto_offload``)
+    needs a host to be planned at all: the default desktop platform of workload_defaults.csv,
+    said in a note, when the user named none."""
+    from rigwise.api.mixed import default_host
+
+    if any(can_offload(s) for s in stages) or all(
+        s.accelerator.kind in ("cpu", "unified") for s in stages
+    ):
+        return stages
+    host = default_host()
+    notes.append(
+        f"{engine} moves what does not fit to host RAM by itself: planned with the default "
+        f"desktop host {host}; give --host for yours."
+    )
+    return with_host(stages, host)
+
+
 def _with_offload(
     spec: ModelSpec, stages: tuple[Stage, ...], ctx: Context, kv_bytes: float, engine: str
 ) -> tuple[Stage, ...]:
@@ -250,6 +270,8 @@ def fitted_memory(
     memory = memory_of(spec, stages, ctx, kv_bytes, engine)
     offload = opts.offload or ("auto" if auto_offload(engine, stages) else "none")
     if memory.verdict == DOES_NOT_FIT and offload == "auto":
+        if opts.offload is None and opts.host is None:  # the engine's own offload (Ollama)
+            stages = _with_default_host(stages, engine, notes)
         stages = _with_offload(spec, stages, ctx, kv_bytes, engine)
         memory = memory_of(spec, stages, ctx, kv_bytes, engine)
         if memory.host_offload_bytes:
