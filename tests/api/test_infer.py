@@ -143,3 +143,14 @@ def test_transformers_decode_pays_its_python_dispatch_per_layer() -> None:
     assert fast.decode is not None and vllm.decode is not None
     assert fast.decode.parts["kernel_overhead"] == a10g.decode.parts["kernel_overhead"]
     assert fast.decode.tokens_per_s < vllm.decode.tokens_per_s
+
+
+def test_nodes_without_a_network_say_their_hops_are_not_costed() -> None:
+    bare = plan_inference(model="llama-3.1-70b", on="4x a100-sxm-80gb", nodes=2, levers=False)
+    assert bare.hardware == "2 nodes of 4x a100-sxm-80gb over no network given"
+    assert any(note.startswith("No --network") for note in bare.notes)
+    linked = plan_inference(
+        model="llama-3.1-70b", on="4x a100-sxm-80gb", nodes=2, network="ib-ndr", levers=False
+    )
+    assert linked.hardware == "2 nodes of 4x a100-sxm-80gb over ib-ndr"
+    assert not any(note.startswith("No --network") for note in linked.notes)

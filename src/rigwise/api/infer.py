@@ -40,7 +40,7 @@ from rigwise.estimate.inference_memory import MemoryBreakdown
 from rigwise.estimate.inference_stages import Stage
 from rigwise.estimate.plan_intervals import add_inference_intervals
 from rigwise.estimate.serving_layout import check_rules, engine_context, serve_with_queue
-from rigwise.hardware import Cluster
+from rigwise.hardware import Cluster, Link
 from rigwise.models import ModelSpec
 from rigwise.plans import (
     DOES_NOT_FIT,
@@ -207,13 +207,17 @@ def _plan(opts: InferOptions) -> InferencePlan:
     notes: list[str] = [setup.layout_note] if setup.layout_note else []
     context = _context(opts, spec, engine, stages, notes)
     notes.extend(setup.idle_notes)
+    if opts.nodes > 1 and setup.cluster.network is None:
+        notes.append(
+            "No --network: transfers between nodes are not costed (e.g. --network ib-ndr)."
+        )
     for stage in stages:  # validate calibration keys early, once
         efficiency(engine, stage, quant, opts.calibration)
     kv_bytes = spec.kv_cache_bytes(context, kv_dtype)  # one request must fit; more may queue
     stages, memory = fitted_memory(opts, stages, ctx, kv_bytes, notes)
     plan = InferencePlan(
         model=spec.name,
-        hardware=_hardware_label(opts),
+        hardware=_hardware_label(opts, setup.cluster.network),
         engine=engine,
         quant=quant,
         kv_quant=kv_dtype,
@@ -253,11 +257,12 @@ def _idle_devices(
     return []
 
 
-def _hardware_label(opts: InferOptions) -> str:
+def _hardware_label(opts: InferOptions, network: Link | None) -> str:
     if opts.cluster:
         return opts.cluster
-    if opts.nodes > 1:
-        return f"{opts.nodes} nodes of {opts.on} over {opts.network}"
+    if opts.nodes > 1:  # the link planned over: the one asked for, else the cluster's own
+        link = opts.network or (network.id if network is not None else "no network given")
+        return f"{opts.nodes} nodes of {opts.on} over {link}"
     return str(opts.on)
 
 
