@@ -8,7 +8,14 @@ from typing import Any
 
 from rigwise.catalog.loader import read_yaml
 from rigwise.grid.policy import DEFAULT_POLICY_FILE, MachineFacts, load_policy
-from rigwise.grid.verify import VerificationRule, judge, measure_node, timed_out
+from rigwise.grid.verify import (
+    VerificationRule,
+    best_of,
+    judge,
+    measure_node,
+    only_speed_failed,
+    timed_out,
+)
 
 RULE = VerificationRule.from_policy_data(read_yaml(DEFAULT_POLICY_FILE))
 
@@ -67,3 +74,22 @@ def test_measure_node_measures_this_machine(tmp_path: Path) -> None:
     assert facts.network_bytes_per_s > 4_000_000  # 4 MB "fetched" in well under a second
     assert facts.disk_path == str(tmp_path) and facts.disk_free_bytes > 0
     assert (facts.site, facts.switch) == ("lab", "sw1")
+
+
+def test_only_a_speed_short_is_worth_measuring_again(make_facts: Any, make_gpus: Any) -> None:
+    claimed = make_facts(measured_flops=1e11)
+    _, slow = judge(load_policy(), claimed, make_facts(measured_flops=0.3e11), RULE)
+    assert not slow.admitted and only_speed_failed(slow)
+    fewer = make_facts(measured_flops=0.3e11, cpu_cores=1)  # and it has fewer cores than claimed
+    _, short = judge(load_policy(), make_facts(measured_flops=1e11, cpu_cores=8), fewer, RULE)
+    assert not short.admitted and not only_speed_failed(short)
+    _, fine = judge(load_policy(), claimed, claimed, RULE)
+    assert fine.admitted and not only_speed_failed(fine)
+
+
+def test_two_measurements_keep_each_speed_at_its_best(make_facts: Any) -> None:
+    first = make_facts(measured_flops=2e11, measured_memory_bandwidth_bytes_per_s=5e9)
+    second = make_facts(measured_flops=1e11, measured_memory_bandwidth_bytes_per_s=9e9)
+    best = best_of(first, second)
+    assert best.measured_flops == 2e11 and best.measured_memory_bandwidth_bytes_per_s == 9e9
+    assert RULE.attempts == 2

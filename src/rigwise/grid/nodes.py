@@ -12,7 +12,13 @@ from sqlalchemy.orm import Session
 from rigwise.grid.db import NodeRow
 from rigwise.grid.engine import ADMITTED, REJECTED, VERIFYING, Engine
 from rigwise.grid.policy import MachineFacts, Policy
-from rigwise.grid.verify import VerificationRule, judge, timed_out
+from rigwise.grid.verify import (
+    VerificationRule,
+    best_of,
+    judge,
+    only_speed_failed,
+    timed_out,
+)
 from rigwise.units import GiB
 
 
@@ -27,7 +33,15 @@ def verify_pass(session: Session, engine: Engine, policy: Policy, rule: Verifica
     for node in pending:
         status, value = engine.verification(node.id)
         if status == "done":
-            settle(node, MachineFacts.from_dict(value), policy, rule)
+            measured = _with_earlier(node, MachineFacts.from_dict(value))
+            if _measure_again(node, measured, policy, rule):
+                claimed = MachineFacts.from_dict(node.facts)
+                engine.verify(node.id, node.resources.get("CPU", 1.0), len(claimed.gpus), claimed)
+                attempts = int(node.verification.get("attempts", 1)) + 1
+                best = measured.to_dict()
+                node.verification = {"state": "running", "attempts": attempts, "best": best}
+            else:
+                settle(node, measured, policy, rule)
         elif status == "error":
             reject(node, f"the grid's benchmark failed on the node: {value}")
         elif timed_out(rule, node.joined_at):
@@ -41,6 +55,24 @@ def verify_pass(session: Session, engine: Engine, policy: Policy, rule: Verifica
             claimed = MachineFacts.from_dict(node.facts)
             engine.verify(node.id, node.resources.get("CPU", 1.0), len(claimed.gpus), claimed)
             node.verification = {**node.verification, "state": "running"}
+
+
+def _with_earlier(node: NodeRow, measured: MachineFacts) -> MachineFacts:
+    """This measurement, with each speed the best of it and the node's earlier ones."""
+    earlier = (node.verification or {}).get("best")
+    return best_of(MachineFacts.from_dict(earlier), measured) if earlier else measured
+
+
+def _measure_again(
+    node: NodeRow, measured: MachineFacts, policy: Policy, rule: VerificationRule
+) -> bool:
+    """A node the grid would reject only on a speed (a load spike while it measured: the
+    tour's one-machine grid was once rejected at 0.43 of its own claimed bandwidth, taken
+    seconds before) is measured again, up to ``rule.attempts`` times while time is left."""
+    attempts = int((node.verification or {}).get("attempts", 1))
+    if attempts >= rule.attempts or timed_out(rule, node.joined_at):
+        return False
+    return only_speed_failed(judge(policy, MachineFacts.from_dict(node.facts), measured, rule)[1])
 
 
 def reject(node: NodeRow, why: str) -> None:

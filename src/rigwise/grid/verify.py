@@ -38,6 +38,7 @@ class VerificationRule:
     min_fraction_of_claim: float  # measured speed / claimed speed below this fails
     timeout_s: float  # from the join to a verdict (the Ray worker must connect within it)
     payload_bytes: int  # sent from the coordinator to the node to measure the link
+    attempts: int = 1  # measurements at most while only a speed falls short (the best is judged)
 
     @classmethod
     def from_policy_data(cls, data: dict[str, Any]) -> VerificationRule:
@@ -46,7 +47,34 @@ class VerificationRule:
             float(section["min_fraction_of_claim"]),
             float(section["timeout_s"]),
             int(section["payload_bytes"]),
+            max(1, int(section.get("attempts", 1))),
         )
+
+
+# Checks a transient load on the node can fail (a speed), as opposed to an inventory it has or not.
+SPEED_CHECKS = frozenset(
+    {"claimed_flops", "claimed_memory_bandwidth", "measured_flops", "memory_bandwidth", "network"}
+)
+
+
+def best_of(first: MachineFacts, second: MachineFacts) -> MachineFacts:
+    """Two measurements of one node: the second, with each speed the faster of the two (a
+    machine is as fast as it was once measured; a load spike only slows it)."""
+    return replace(
+        second,
+        measured_flops=max(first.measured_flops, second.measured_flops),
+        measured_memory_bandwidth_bytes_per_s=max(
+            first.measured_memory_bandwidth_bytes_per_s,
+            second.measured_memory_bandwidth_bytes_per_s,
+        ),
+        network_bytes_per_s=max(first.network_bytes_per_s, second.network_bytes_per_s),
+    )
+
+
+def only_speed_failed(admission: Admission) -> bool:
+    """Rejected, and only on speeds (worth measuring again), not on what the node has."""
+    failed = [check.requirement for check in admission.checks if not check.passed]
+    return bool(failed) and all(name in SPEED_CHECKS for name in failed)
 
 
 def measure_node(
