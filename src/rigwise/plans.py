@@ -167,6 +167,9 @@ class TrainingMemory(JsonObject):
     activations_bytes: float
     other_bytes: float
     capacity_bytes: float
+    # the part of other_bytes outside PyTorch's caching allocator (CUDA context, NCCL
+    # buffers: TrainingFactors.outside_allocator_bytes); not part of the JSON
+    outside_allocator_bytes: float = field(default=0.0, metadata={JSON_SKIP: True})
 
     @property
     def tensor_bytes(self) -> float:
@@ -178,6 +181,12 @@ class TrainingMemory(JsonObject):
             + self.optimizer_bytes
             + self.activations_bytes
         )
+
+    @property
+    def reserved_bytes(self) -> float:
+        """What ``torch.cuda.max_memory_reserved`` counts: the tensors and the caching
+        allocator's slack, without the CUDA context and NCCL's buffers (not in the JSON)."""
+        return self.total_bytes - self.outside_allocator_bytes
 
     @property
     def total_bytes(self) -> float:

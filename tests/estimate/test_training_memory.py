@@ -251,6 +251,11 @@ def test_memory_total_adds_reserved_bytes_and_fragmentation() -> None:
     reserved = factors.memory_reserved_bytes + factors.nccl_buffer_bytes  # 8 GPUs: NCCL too
     expected = allocated * (1 + factors.fragmentation_fraction) + reserved
     assert float(mem.total[0]) == pytest.approx(expected)
+    # The CUDA context and NCCL's buffers are outside PyTorch's caching allocator: what its
+    # reserved counter holds is the tensors and the allocator's slack.
+    assert float(mem.outside_allocator[0]) == pytest.approx(reserved)
+    one = memory_per_gpu(geometry(gpt()), GPT_WORK, arrays(micro_batch=1, global_batch=1), factors)
+    assert float(one.outside_allocator[0]) == pytest.approx(factors.memory_reserved_bytes)
 
 
 def test_gradients_stay_unsharded_across_microbatches_under_pipelining() -> None:

@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
+import numpy as np
+
 from rigwise.catalog.loader import read_csv
 from rigwise.catalog.match import most_specific
 from rigwise.errors import CatalogError, InputError
@@ -52,6 +54,16 @@ class TrainingFactors(JsonObject):
     nccl_buffer_bytes: float
     fragmentation_fraction: float
     bus_efficiency_by_kind: Mapping[str, float]
+
+    def outside_allocator_bytes(self, gpus: Any) -> Any:
+        """Bytes a GPU holds outside PyTorch's caching allocator, so that no
+        ``torch.cuda.max_memory_reserved`` counts them (PyTorch: memory_reserved is "the GPU
+        memory managed by the caching allocator"): the CUDA context, and NCCL's communicator
+        buffers, which NCCL allocates itself and only a job of more than one GPU has. The
+        cuBLAS workspaces in the same factor row come from the allocator, but are tens of MiB
+        per stream (PyTorch CUDA semantics notes), under 0.1 GiB."""
+        nccl = np.where(np.asarray(gpus) > 1, self.nccl_buffer_bytes, 0.0)
+        return self.memory_reserved_bytes + nccl
 
     def bus_efficiency(self, link_kind: str) -> float:
         table = self.bus_efficiency_by_kind

@@ -167,6 +167,7 @@ def _memory_at(ev: Evaluation, i: int) -> TrainingMemory:
         activations_bytes=float(ev.memory.activations[i]),
         other_bytes=float(ev.memory.other[i]),
         capacity_bytes=ev.capacity_bytes,
+        outside_allocator_bytes=float(ev.memory.outside_allocator[i]),
     )
 
 

@@ -73,20 +73,20 @@ COMPILED_LOGITS_BYTES = 2.0 + 2.0
 
 @dataclass(frozen=True)
 class MemoryArrays:
-    """Bytes per GPU for each layout (arrays)."""
+    """Bytes per GPU for each layout (arrays); ``outside_allocator`` is the part of ``other``
+    that PyTorch's caching allocator does not hold (CUDA context, NCCL buffers)."""
 
     weights: np.ndarray
     gradients: np.ndarray
     optimizer: np.ndarray
     activations: np.ndarray
     other: np.ndarray
+    outside_allocator: np.ndarray
 
     @property
     def total(self) -> np.ndarray:
-        total: np.ndarray = (
-            self.weights + self.gradients + self.optimizer + self.activations + self.other
-        )
-        return total
+        parts = (self.weights, self.gradients, self.optimizer, self.activations, self.other)
+        return np.asarray(sum(parts))
 
 
 def stage_params(geo: Geometry, lay: LayoutArrays) -> np.ndarray:
@@ -393,8 +393,6 @@ def memory_per_gpu(
     g = stage_params(geo, lay) * grad_bytes(work.precision, work.pure_bf16) / (lay.dp * lay.cp)
     grads = grads - freed - grads_absent_at_peak(work, lay, g, activations - freed)
     allocated = weights + grads + optimizer + activations
-    # NCCL communicators (and their buffers) exist only when the job spans more than one GPU.
-    gpus = lay.tp * lay.pp * lay.dp * lay.cp
-    nccl = np.where(gpus > 1, factors.nccl_buffer_bytes, 0.0)
-    other = factors.memory_reserved_bytes + nccl + factors.fragmentation_fraction * allocated
-    return MemoryArrays(weights, grads, optimizer, activations, other + 0.0 * allocated)
+    outside = factors.outside_allocator_bytes(lay.tp * lay.pp * lay.dp * lay.cp) + 0.0 * allocated
+    other = outside + factors.fragmentation_fraction * allocated  # + the allocator's slack
+    return MemoryArrays(weights, grads, optimizer, activations, other, outside)

@@ -64,6 +64,31 @@ def case(
     )
 
 
+# Which part of rigwise's memory per GPU each published memory statistic counts (the
+# ``quantity`` / ``memory_quantity`` column of a memory row names it):
+# - peak_allocated_gib, torch.cuda.max_memory_allocated: the tensors alone (weights,
+#   gradients, optimizer state, activations);
+# - peak_reserved_gib, torch.cuda.max_memory_reserved (memory_stats 'reserved_bytes.all.peak'):
+#   what the caching allocator holds, the tensors and its slack, without the CUDA context and
+#   NCCL's buffers, which are not allocated through it (TrainingFactors.outside_allocator_bytes);
+# - peak_memory_gib, the device's own figure (nvidia-smi, NVML) or a counter the source does
+#   not name: the total.
+MEMORY_QUANTITIES = {
+    "peak_allocated_gib": "tensors",
+    "peak_reserved_gib": "reserved",
+    "peak_memory_gib": "total",
+}
+
+
+def predicted_memory_gib(quantity: str, tensors: float, reserved: float, total: float) -> float:
+    """rigwise's bytes per GPU that the row's statistic counts (``MEMORY_QUANTITIES``), in GiB."""
+    if quantity not in MEMORY_QUANTITIES:
+        raise ValueError(f"memory quantity {quantity!r}: use one of {sorted(MEMORY_QUANTITIES)}")
+    part = MEMORY_QUANTITIES[quantity]
+    chosen = tensors if part == "tensors" else reserved if part == "reserved" else total
+    return chosen / GIB
+
+
 def rows(directory: Path, name: str) -> list[dict[str, str]]:
     path = directory / name
     if not path.exists():

@@ -3,8 +3,9 @@ and the fits/OOM verdict (those runs, which all fitted, plus ``finetune_fit_verd
 runs a source says did or did not fit).
 
 Each row is planned through the public API with every layout flag fixed (so no search moves
-it) and the settings the source states; the predicted total per GPU (GiB) is compared with
-the measured peak (PyTorch's reserved memory), and the verdict with the published one.
+it) and the settings the source states; the measured peak per GPU (GiB) is compared with the
+part of the plan its counter counts (the row's ``quantity``: allocated, reserved or the
+total), and the verdict with the published one.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rigwise.units import GiB as GIB
 from rigwise.validation.stats import Comparison
 
 FILE = "finetune_memory_runs.csv"
@@ -71,11 +71,13 @@ def _stated(row: Mapping[str, str]) -> dict[str, Any]:
 
 
 def predicted_gib(row: Mapping[str, str], memory: Any) -> float:
-    """The counter the source read: ``peak_allocated_gib`` (``torch.cuda.max_memory_allocated``)
-    is the tensors alone (weights, gradients, optimizer state, activations); the other
-    quantities (reserved memory, nvidia-smi) are compared with the total."""
-    allocated = row.get("quantity") == "peak_allocated_gib"
-    return float(memory.tensor_bytes if allocated else memory.total_bytes) / GIB
+    """The part of the plan's memory that the counter the source read counts: the row's
+    ``quantity`` (``training_cases.MEMORY_QUANTITIES``: allocated, reserved or the total)."""
+    from rigwise.validation.training_cases import predicted_memory_gib
+
+    return predicted_memory_gib(
+        row["quantity"], memory.tensor_bytes, memory.reserved_bytes, memory.total_bytes
+    )
 
 
 def finetune_memory_cases(directory: Path) -> Iterator[Comparison]:

@@ -11,8 +11,8 @@ from typing import Any
 from rigwise.estimate.compute import training_factors
 from rigwise.estimate.training_layout import Layout, Workload
 from rigwise.validation.stats import Comparison
-from rigwise.validation.training_cases import GIB, case, fabric, gpt_spec, predict
 from rigwise.validation.training_cases import assumptions as _assumptions
+from rigwise.validation.training_cases import case, fabric, gpt_spec, predict, predicted_memory_gib
 from rigwise.validation.training_cases import rows as _rows
 
 TORCHTITAN = "torchtitan_llama3_training_benchmarks.csv"
@@ -122,12 +122,16 @@ def torchtitan_cases(directory: Path) -> Iterator[Comparison]:
         source = _torchtitan_source(row["table"])
         yield case(source, label, metric, measured, per_gpu, row["role"], fab, layout.gpus, group)
         if row["peak_memory_gib"]:
+            m = ev.memory
+            tensors = float(m.weights[0] + m.gradients[0] + m.optimizer[0] + m.activations[0])
+            total = float(m.total[0])
+            reserved = total - float(m.outside_allocator[0])
             yield case(
                 source,
                 label,
                 "memory_gib",
                 float(row["peak_memory_gib"]),
-                float(ev.memory.total[0]) / GIB,
+                predicted_memory_gib(row["memory_quantity"], tensors, reserved, total),
                 row["memory_role"],  # no memory factor was fitted on these rows
                 fab,
                 layout.gpus,
