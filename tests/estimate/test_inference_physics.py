@@ -129,11 +129,24 @@ def test_tensor_parallel_pays_two_all_reduces_per_layer() -> None:
     ctx = context(dense_model())
     parts = decode_stage_parts(ctx, stage(gpu(), tp=2), context=100, batch=1)
     # a PCIe ring step of a small NCCL collective costs its step latency (collective_latency.csv)
-    per_layer = 2 * comms.ring_all_reduce(4096 * 2, 2, collective_link(PCIE)).seconds
+    per_layer = 2 * comms.ring_all_reduce(4096 * 2, 2, collective_link(PCIE, 2)).seconds
     assert per_layer > 2 * comms.ring_all_reduce(4096 * 2, 2, PCIE).seconds
     assert parts["tensor_parallel_comm"] == pytest.approx(32 * per_layer)
     single = decode_stage_parts(ctx, stage(gpu()), context=100, batch=1)
     assert parts["memory_bandwidth"] < single["memory_bandwidth"] * 0.6
+
+
+def test_eight_way_tensor_parallel_pays_the_two_socket_ring_of_eight_pcie_gpus() -> None:
+    # an 8-GPU PCIe node is two CPU sockets (collective_latency.csv, min_devices 5): 14 ring
+    # steps of its step latency per all-reduce, e.g. 48.16 us for 32 KB on 8x RTX PRO 6000
+    # (rtx6kpro nccl-tuning.md); batch 1 of a 4096-wide bf16 model all-reduces 8 KB
+    ctx = context(dense_model())
+    parts = decode_stage_parts(ctx, stage(gpu(), tp=8), context=100, batch=1)
+    ring = comms.ring_all_reduce(4096 * 2, 8, collective_link(PCIE, 8)).seconds
+    assert parts["tensor_parallel_comm"] == pytest.approx(32 * 2 * ring)
+    assert 40e-6 < ring < 60e-6  # the published 8-GPU rows: 42-57 us for 8 B-8 KB
+    four = decode_stage_parts(ctx, stage(gpu(), tp=4), context=100, batch=1)
+    assert four["tensor_parallel_comm"] < parts["tensor_parallel_comm"] * 6 / 14
 
 
 def test_prefill_is_compute_bound_at_the_dtype_peak() -> None:

@@ -80,7 +80,7 @@ def test_batched_prefill_pays_the_tensor_parallel_all_reduces_per_token() -> Non
     one = prefill_seconds_per_token_batched(ctx, (stage(gpu()),), 2048)
     two = prefill_seconds_per_token_batched(ctx, (stage(gpu(), tp=2),), 2048)
     size = tokens * 4096 * 2  # bf16 hidden states of the step
-    ring = comms.ring_all_reduce(size, 2, collective_link(PCIE)).seconds
+    ring = comms.ring_all_reduce(size, 2, collective_link(PCIE, 2)).seconds
     assert two == pytest.approx(one / 2 + 32 * 2 * ring / tokens)
 
 

@@ -130,19 +130,22 @@ def _tp_comm(ctx: Context, stage: Stage, tokens: float) -> float:
     Sec. 3.4; DeepEP), and attention-DP ranks all-reduce only among their attention_tp."""
     if stage.tp == 1 or stage.intra_link is None:
         return 0.0
-    link = collective_link(stage.intra_link)  # small collectives: NCCL's step latency
+    intra = stage.intra_link
     layers = ctx.spec.num_layers * stage.layer_fraction
     size = tokens * ctx.spec.hidden_size * _ACTIVATION_BYTES
     moe = ctx.spec.moe
     if stage.ep == 1 or moe is None:
+        # NCCL's step latency and ring bandwidth for a group of tp (collective_latency.csv)
+        link = collective_link(intra, stage.tp)
         return 2 * comms.ring_all_reduce(size, stage.tp, link).seconds * layers
     attention = 0.0
     if stage.attention_tp > 1:
         rank_size = size / stage.attention_dp
+        link = collective_link(intra, stage.attention_tp)
         attention = comms.ring_all_reduce(rank_size, stage.attention_tp, link).seconds
     moe_layers = min(layers, (moe.num_moe_layers or ctx.spec.num_layers) * stage.layer_fraction)
     per_device = size / stage.tp * moe.experts_per_token
-    exchange = 2 * comms.all_to_all(per_device, stage.ep, link).seconds
+    exchange = 2 * comms.all_to_all(per_device, stage.ep, collective_link(intra, stage.ep)).seconds
     return attention * layers + exchange * moe_layers
 
 
