@@ -231,12 +231,13 @@ KNOWN_MISSES = {
     "Axolotl 2x gpt-oss-20b full FSDP2 offload bs1 ctx4096 packed": (
         "rigwise keeps the gathered blocks, the root unit (201k-vocab embedding and head, 2.2 "
         "GiB), the head's and two blocks' unsharded gradients, and no logits (Cut "
-        "Cross-Entropy): 12.1 GiB on each GPU against axolotl's ~21 GiB (42 % low): "
+        "Cross-Entropy): 10.7 GiB reserved on each GPU against axolotl's ~21 GiB (49 % low): "
         "unexplained. Not modelled: the eager per-expert loop of transformers' GptOssExperts "
         "in training, whose select backward materialises full-size expert gradients"
     ),
     "Axolotl 8x gpt-oss-20b full FSDP2 bs1 ctx4096 packed": (
-        "27.6 GiB against ~36 (23 % low); the 4-GPU run of the same config is 6 % low. "
+        "26.2 GiB reserved against ~36 (27 % low); the 4-GPU run of the same config is 9 % "
+        "low. "
         "Going from 4 to 8 GPUs saves 10 GiB per GPU in axolotl's README against rigwise's "
         "15.5 GiB of halved shards: unexplained (the reserved pool may cache more on the "
         "80 GB GPUs of the 4-GPU run)"
