@@ -223,10 +223,10 @@ KNOWN_MISSES = {
     "HF Trainer+PEFT 2x Llama-2 70B QLoRA FSDP offload bs2 ctx2048": (
         "rigwise keeps what FSDP holds on the GPU under CPU offload (two NF4 blocks, the bf16 "
         "root unit of embedding and head, one dequantised bf16 matrix, the NF4 constants FSDP "
-        "does not own) plus the checkpointed activations and logits: 13.4 GiB, 27 % under the "
+        "does not own) plus the checkpointed activations and logits: 13.6 GiB, 25 % under the "
         "PEFT docs' 19.6 GB. The same run without offload is 6 % low and Answer.AI's offloaded "
-        "70B QLoRA row 2 % low, so ~4 GiB more stay on the GPU in the HF Trainer offload run "
-        "alone: unexplained"
+        "70B QLoRA row 10 % low (against its reserved memory), so ~4.6 GiB more stay on the "
+        "GPU in the HF Trainer offload run alone: unexplained"
     ),
     "Axolotl 2x gpt-oss-20b full FSDP2 offload bs1 ctx4096 packed": (
         "rigwise keeps the gathered blocks, the root unit (201k-vocab embedding and head, 2.2 "
