@@ -8,6 +8,7 @@ from rigwise.units import (
     parse_bytes,
     parse_count,
     parse_seconds,
+    whole_count,
 )
 
 
@@ -48,3 +49,15 @@ def test_rounding_up_moves_to_the_next_unit() -> None:
 
     assert format_count(999_885_952) == "1 B"
     assert format_bytes(999.9e9) == "1 TB"
+
+
+@pytest.mark.parametrize(("text", "expected"), [("8k", 8000), ("1.5k", 1500), ("64", 64)])
+def test_whole_count_reads_whole_counts(text: str, expected: int) -> None:
+    assert whole_count(text, "64") == expected
+
+
+@pytest.mark.parametrize("text", ["max", "-3", "1.5", "abc"])
+def test_whole_count_says_what_to_write(text: str) -> None:
+    # a ValueError (not an InputError), so the option's validator names the option
+    with pytest.raises(ValueError, match=r"must be a whole number, e\.g\. 64"):
+        whole_count(text, "64")

@@ -113,6 +113,19 @@ def parse_count(text: str | float | int) -> float:
     return _checked(value * _COUNT_SUFFIX[unit], text, "count", "2T")
 
 
+def whole_count(text: str, example: str) -> int:
+    """A count option's text as a whole number ('8k' -> 8000, '1.5k' -> 1500). Anything else
+    ('max' where it is not allowed, '-3', '1.5') raises ValueError saying what to write, so the
+    option's validator names the option and the value."""
+    try:
+        number = parse_count(text)
+    except InputError:
+        number = math.nan
+    if not math.isfinite(number) or number != int(number):
+        raise ValueError(f"must be a whole number, e.g. {example}")
+    return int(number)
+
+
 def _scaled(value: float, steps: list[tuple[float, str]], digits: int) -> str:
     if value == 0 or not math.isfinite(value):
         return f"{value:g} {steps[0][1]}"

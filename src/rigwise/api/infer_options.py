@@ -15,21 +15,25 @@ from rigwise.errors import InputError
 from rigwise.estimate.engine_builds import normalise_build
 from rigwise.hardware.nodes import MAX_DEVICES
 from rigwise.option_fields import check, option, parse
-from rigwise.units import parse_count
+from rigwise.units import whole_count
 
 ENGINES = ("llama.cpp", "vllm", "sglang", "tensorrt-llm", "transformers", "mlx", "ollama")
 MAX_CONTEXT_TOKENS = 100_000_000  # prompt, gen and context: 10^8 tokens, ~10x the longest models
 
 
 def _count(value: object) -> object:
-    return int(parse_count(value)) if isinstance(value, str) else value
+    return whole_count(value, "512 or 8k") if isinstance(value, str) else value
 
 
 def _concurrency(value: object) -> object:
+    bounds = f"must be a whole number between 1 and {MAX_DEVICES:,} (or 'max')"
     if isinstance(value, str) and value != "max":
-        value = int(parse_count(value))
+        try:
+            value = whole_count(value, "64")
+        except ValueError:
+            raise ValueError(bounds) from None
     if isinstance(value, int) and not 1 <= value <= MAX_DEVICES:
-        raise ValueError(f"must be between 1 and {MAX_DEVICES:,} (or 'max')")
+        raise ValueError(bounds)
     return value
 
 

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from rigwise.units import parse_count
+from rigwise.units import parse_count, whole_count
 
 
 class TrainOptions(BaseModel):
@@ -138,7 +138,7 @@ class TrainOptions(BaseModel):
     def _int_counts(cls, value: object) -> object:
         if isinstance(value, str) and value.strip().lower() == "max":
             return "max"
-        return int(parse_count(value)) if isinstance(value, str) else value
+        return whole_count(value, "2048 or 4k") if isinstance(value, str) else value
 
     @field_validator("seq")
     @classmethod

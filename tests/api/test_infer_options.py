@@ -1,0 +1,32 @@
+"""``InferOptions``: count options name the option and say what to write."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from rigwise.api.infer_options import InferOptions
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "says"),
+    [
+        ("gen", "max", "must be a whole number, e.g. 512 or 8k"),
+        ("prompt", "-3", "must be a whole number, e.g. 512 or 8k"),
+        ("concurrency", "-3", "whole number between 1 and 1,048,576 (or 'max')"),
+        ("concurrency", "1.5", "whole number between 1 and 1,048,576 (or 'max')"),
+    ],
+)
+def test_bad_counts_name_the_option(field: str, value: str, says: str) -> None:
+    # before: parse_count's InputError "Cannot read count '-3'. Write it like '2T'." escaped
+    # without the option's name, and '1.5' concurrent requests became 1
+    with pytest.raises(ValidationError) as caught:
+        InferOptions.model_validate({"model": "llama-3.1-8b", field: value})
+    error = caught.value.errors()[0]
+    assert error["loc"] == (field,)
+    assert says in error["msg"]
+
+
+def test_counts_with_suffixes_still_read() -> None:
+    options = InferOptions.model_validate({"model": "x", "prompt": "8k", "concurrency": "1.5k"})
+    assert (options.prompt, options.concurrency) == (8000, 1500)

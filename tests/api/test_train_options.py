@@ -1,0 +1,23 @@
+"""``TrainOptions``: count options name the option and say what to write."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from rigwise.api.train_options import TrainOptions
+
+
+@pytest.mark.parametrize(("field", "value"), [("seq", "-5"), ("global_batch", "abc")])
+def test_bad_counts_name_the_option(field: str, value: str) -> None:
+    # before: "Cannot read count '-5'. Write it like '2T'." without the option's name
+    with pytest.raises(ValidationError) as caught:
+        TrainOptions.model_validate({"model": "llama-3.1-8b", field: value})
+    error = caught.value.errors()[0]
+    assert error["loc"] == (field,)
+    assert "must be a whole number, e.g. 2048 or 4k" in error["msg"]
+
+
+def test_counts_with_suffixes_and_max_still_read() -> None:
+    options = TrainOptions.model_validate({"model": "x", "seq": "max", "global_batch": "1k"})
+    assert (options.seq, options.global_batch) == ("max", 1000)
