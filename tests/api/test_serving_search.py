@@ -1,9 +1,7 @@
-"""``search_serving_layouts``: bad devices and SLOs are bad input; one device says why no
+"""``search_serving_layouts``: more devices than given is bad input; one device says why no
 disaggregated layout is searched."""
 
 from __future__ import annotations
-
-import re
 
 import pytest
 
@@ -16,13 +14,6 @@ def test_more_gpus_than_the_cluster_is_bad_input() -> None:
     with pytest.raises(InputError, match="--gpus 1000 is more than the 8 devices") as caught:
         search_serving_layouts(model="llama-3.1-8b", on="8x h100", gpus=1000)
     assert caught.value.hint is not None and "--gpus 8 or fewer" in caught.value.hint
-
-
-@pytest.mark.parametrize(("key", "flag"), [("slo_ttft", "--slo-ttft"), ("slo_tpot", "--slo-tpot")])
-def test_a_zero_slo_is_bad_input(key: str, flag: str) -> None:
-    # before: a 0 s limit rejected every layout and exited 1 (infeasible)
-    with pytest.raises(InputError, match=re.escape(f"{flag} '0ms' is not a positive time")):
-        search_serving_layouts(model="llama-3.1-8b", on="h100", **{key: "0ms"})
 
 
 def test_one_device_notes_that_disaggregation_needs_two() -> None:
