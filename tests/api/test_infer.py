@@ -154,3 +154,18 @@ def test_nodes_without_a_network_say_their_hops_are_not_costed() -> None:
     )
     assert linked.hardware == "2 nodes of 4x a100-sxm-80gb over ib-ndr"
     assert not any(note.startswith("No --network") for note in linked.notes)
+
+
+def test_expert_parallel_on_a_dense_model_is_bad_input() -> None:
+    # before: --ep 2 on llama-3.1-8b (no experts) planned exactly as without it, silently
+    with pytest.raises(InputError, match=r"--ep 2 asks for expert parallel, but llama-3\.1-8b"):
+        plan_inference(model="llama-3.1-8b", on="8x h100", ep=2, levers=False)
+    pools = {"prefill": {"tp": 4}, "decode": {"tp": 4, "ep": 4}}
+    with pytest.raises(InputError, match=r"--disagg decode\.ep 4") as caught:
+        plan_inference(model="llama-3.1-8b", on="8x h100", disagg=pools, levers=False)
+    assert caught.value.hint is not None and "decode.tp 4" in caught.value.hint
+
+
+def test_expert_parallel_on_a_moe_model_still_plans() -> None:
+    plan = plan_inference(model="qwen3-30b-a3b", on="8x h100", tp=8, ep=8, levers=False)
+    assert plan.fits

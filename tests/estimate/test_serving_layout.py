@@ -9,6 +9,7 @@ from rigwise.api.infer import plan_inference
 from rigwise.errors import InputError
 from rigwise.estimate import comms
 from rigwise.estimate.inference_memory import expert_weight_share
+from rigwise.estimate.serving_layout import check_expert_parallel
 from rigwise.hardware import get_link
 from rigwise.models import load_model
 
@@ -102,3 +103,11 @@ def test_disaggregated_pools_must_fit_the_cluster() -> None:
         plan_inference(**DEEPSEEK, disagg={"prefill": {"tp": 8, "workers": 2}, "decode": {"tp": 8}})
     with pytest.raises(InputError, match="unknown key"):
         plan_inference(**DEEPSEEK, disagg={"prefill": {"tq": 8}, "decode": {"tp": 8}})
+
+
+def test_expert_parallel_needs_experts() -> None:
+    check_expert_parallel(load_model("qwen3-30b-a3b"), 8)  # routed experts to shard: fine
+    check_expert_parallel(load_model("llama-3.1-8b"), 1)  # no expert parallel asked: fine
+    with pytest.raises(InputError, match=r"llama-3\.1-8b is a dense model") as caught:
+        check_expert_parallel(load_model("llama-3.1-8b"), 4)
+    assert caught.value.hint == "Drop --ep, or use --tp 4 to split the model over 4 devices."

@@ -39,7 +39,12 @@ from rigwise.estimate.inference_efficiency import catalog_efficiency, efficiency
 from rigwise.estimate.inference_memory import MemoryBreakdown
 from rigwise.estimate.inference_stages import Stage
 from rigwise.estimate.plan_intervals import add_inference_intervals
-from rigwise.estimate.serving_layout import check_rules, engine_context, serve_with_queue
+from rigwise.estimate.serving_layout import (
+    check_expert_parallel,
+    check_rules,
+    engine_context,
+    serve_with_queue,
+)
 from rigwise.hardware import Cluster, Link
 from rigwise.models import ModelSpec
 from rigwise.plans import (
@@ -171,6 +176,7 @@ def _setup_of(opts: InferOptions) -> _Setup:
 
 def _setup(opts: InferOptions) -> _Setup:
     spec = model_of(opts.model)
+    check_expert_parallel(spec, opts.ep)
     cluster = cluster_of(opts.on, opts.nodes, opts.network, opts.cluster)
     engine = opts.engine or default_engine(cluster, opts.concurrency)
     check_engine(engine, cluster)

@@ -13,7 +13,12 @@ from rigwise.api.infer_stages import memory_of, overheads, with_host
 from rigwise.errors import InputError
 from rigwise.estimate.inference import Context, prefill_phase
 from rigwise.estimate.inference_stages import Stage
-from rigwise.estimate.serving_layout import ReplicaLayout, check_rules, replica_stages
+from rigwise.estimate.serving_layout import (
+    ReplicaLayout,
+    check_expert_parallel,
+    check_rules,
+    replica_stages,
+)
 from rigwise.hardware import Cluster
 from rigwise.plans import DOES_NOT_FIT, DisaggLayout, InferencePlan
 
@@ -29,6 +34,8 @@ def plan_disagg_pools(
     from rigwise.estimate.serving_disagg import parse_roles, plan_disagg
 
     roles = parse_roles(opts.disagg or {})
+    for name, role in zip(("prefill", "decode"), roles, strict=True):
+        check_expert_parallel(ctx.spec, role.ep, f"--disagg {name}.ep", f"{name}.tp")
     total = cluster.accelerator_count
     if roles[0].gpus + roles[1].gpus > total:
         raise InputError(

@@ -46,6 +46,18 @@ def _check_inside_tp(layout: ReplicaLayout, width: int) -> None:
             )
 
 
+def check_expert_parallel(
+    spec: ModelSpec, ep: int, name: str = "--ep", tp_name: str = "--tp"
+) -> None:
+    """Expert parallel shards routed experts: a dense model has none, so ``ep`` > 1 would be
+    ignored without a word (the plan the same as without it)."""
+    if ep > 1 and spec.moe is None:
+        raise InputError(
+            f"{name} {ep} asks for expert parallel, but {spec.name} is a dense model (no experts).",
+            hint=f"Drop {name}, or use {tp_name} {ep} to split the model over {ep} devices.",
+        )
+
+
 def replica_stages(
     cluster: Cluster,
     split: str,
