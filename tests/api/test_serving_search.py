@@ -24,3 +24,15 @@ def test_one_device_notes_that_disaggregation_needs_two() -> None:
     )
     two = search_serving_layouts(model="llama-3.1-8b", on="8x h100", gpus=2)
     assert two.notes == () and two.best_disaggregated is not None
+
+
+def test_the_search_is_bounded_by_the_devices_it_lays_out() -> None:
+    # before: one node of 1,048,576 devices was searched whole (65,536 took 37 s and 13 GB;
+    # this one was killed for memory); --gpus picks how many of them the search lays out
+    with pytest.raises(
+        InputError, match="--search covers up to 8,192 devices; 1,048,576"
+    ) as caught:
+        search_serving_layouts(model="llama-3.1-8b", on="1048576x h100")
+    assert caught.value.hint is not None and "--gpus 8192 or fewer" in caught.value.hint
+    found = search_serving_layouts(model="llama-3.1-8b", on="1048576x h100", gpus=8)
+    assert found.best_aggregated is not None and found.best_aggregated["gpus"] <= 8

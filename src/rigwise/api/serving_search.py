@@ -37,6 +37,10 @@ from rigwise.validate_input import merged_options, validated
 if TYPE_CHECKING:
     from rigwise.hardware import Cluster
 
+# The search's work grows with the devices (disaggregated pairs x prefill worker counts):
+# 8,192 devices (1,024 nodes of 8, the --nodes bound) take ~5 s and ~1.7 GB; 65,536 took 37 s
+# and 13 GB, and one node of 1,048,576 devices was killed for memory.
+MAX_SEARCH_DEVICES = 8192
 _SERVER_QUANTS = ("BF16", "FP8", "NVFP4")  # searched when --quant is not given; rules prune
 
 
@@ -57,7 +61,7 @@ class SearchOptions(BaseModel):
     gen: int = Field(256, ge=1, le=1_000_000)
     engine: str | None = None
     max_batch: int | None = Field(None, ge=1, le=65_536)
-    gpus: int | None = Field(None, ge=1, le=4096)
+    gpus: int | None = Field(None, ge=1, le=MAX_SEARCH_DEVICES)
     slo_ttft: str | None = None
     slo_tpot: str | None = None
 
@@ -121,12 +125,18 @@ def search_serving_layouts(
 
 
 def _devices(gpus: int | None, cluster: Cluster) -> int:
-    """The devices the search may use: ``--gpus``, at most the cluster's (all by default)."""
+    """The devices the search may use: ``--gpus``, at most the cluster's (all by default, at
+    most ``MAX_SEARCH_DEVICES``)."""
     count = cluster.accelerator_count
     if gpus is not None and gpus > count:
         raise InputError(
             f"--gpus {gpus} is more than the {count} devices given.",
             hint=f"Use --gpus {count} or fewer, or add devices (--on 'Nx GPU', --nodes).",
+        )
+    if gpus is None and count > MAX_SEARCH_DEVICES:
+        raise InputError(
+            f"--search covers up to {MAX_SEARCH_DEVICES:,} devices; {count:,} given.",
+            hint=f"Use --gpus {MAX_SEARCH_DEVICES} or fewer: the search lays out that many.",
         )
     return gpus or count
 
