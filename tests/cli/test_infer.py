@@ -132,6 +132,16 @@ def test_search_with_slos_no_layout_meets_is_a_result_not_an_error() -> None:
     assert found["frontier"] == [] and found["feasible"] == 0 and found["best_aggregated"] is None
 
 
+def test_search_without_slos_does_not_speak_of_slos() -> None:
+    # before: "21 meet the SLOs" and "best disaggregated: none meets the SLOs" with no SLO
+    # given, on one device where no disaggregated layout exists
+    code, out = _run("infer", "llama-3.1-8b", "--on", "h100-sxm", "--search")
+    assert code == 0, out
+    assert "SLO" not in out
+    assert "best disaggregated: none fits" in out
+    assert "note: Disaggregated layouts need 2 or more devices" in out
+
+
 def test_search_json_and_flags_that_need_it() -> None:
     code, out = _run("infer", "llama-3.1-8b", "--on", "2x h100-sxm", "--search", "--json")
     assert code == 0

@@ -15,7 +15,7 @@ from rigwise.errors import InputError
 from rigwise.estimate.engine_builds import normalise_build
 from rigwise.hardware.nodes import MAX_DEVICES
 from rigwise.option_fields import check, option, parse
-from rigwise.units import whole_count
+from rigwise.units import parse_seconds, whole_count
 
 ENGINES = ("llama.cpp", "vllm", "sglang", "tensorrt-llm", "transformers", "mlx", "ollama")
 MAX_CONTEXT_TOKENS = 100_000_000  # prompt, gen and context: 10^8 tokens, ~10x the longest models
@@ -34,6 +34,18 @@ def _concurrency(value: object) -> object:
             raise ValueError(bounds) from None
     if isinstance(value, int) and not 1 <= value <= MAX_DEVICES:
         raise ValueError(bounds)
+    return value
+
+
+def _budget(value: str | None) -> str | None:
+    """A latency budget must read as a duration, checked here: the plan reads it only when the
+    model fits, so 'abc' passed unseen on a plan that does not. (0 is a budget every plan
+    misses: a result, as tests/cli/test_cli_fuzz.py has it.)"""
+    if value is not None:
+        try:
+            parse_seconds(value)
+        except InputError:
+            raise ValueError("must be a duration, e.g. 200ms") from None
     return value
 
 
@@ -106,7 +118,7 @@ class InferOptions:
     """Running sequences per replica (default: the engine's)."""
     disagg: dict[str, dict[str, int]] | None = None
     """Disaggregated pools: {"prefill": {...}, "decode": {...}} (tp, pp, workers, ep ...)."""
-    latency_budget: str | None = None
+    latency_budget: str | None = option(None, after=_budget)
     """Per-token / first-token budget, e.g. '200ms'."""
     power_limit: float | None = option(None, gt=0)
     """Board power cap per device, watts (speed kept, watts and J/token in ``power``)."""

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from rigwise.api import infer_stages as _stages
+from rigwise.errors import InputError
 from rigwise.estimate.inference import Context
 from rigwise.estimate.inference_efficiency import catalog_efficiency
 from rigwise.estimate.inference_memory import MemoryBreakdown
@@ -73,7 +74,7 @@ def search_serving_layouts(
     cluster = _stages.cluster_of(opts.on, opts.nodes, opts.network, opts.cluster)
     engine = opts.engine or "vllm"
     _stages.check_engine(engine, cluster)
-    total = min(opts.gpus or cluster.accelerator_count, cluster.accelerator_count)
+    total = _devices(opts.gpus, cluster)
     quants = [_stages.canonical_quant(q) for q in ([opts.quant] if opts.quant else _SERVER_QUANTS)]
 
     def builder(
@@ -111,7 +112,23 @@ def search_serving_layouts(
                 shapes.append(found)
     between = cluster.network if len(cluster.nodes) > 1 else cluster.nodes[0].intra_link
     result = search_serving(shapes, (cluster.network, between), request, rejected, looked_up)
-    return _with_intervals(replace(result, lookup_seconds=looked_up - started), engine, cluster)
+    notes = () if total > 1 else (
+        f"Disaggregated layouts need 2 or more devices (a prefill and a decode worker); "
+        f"{total} given.",
+    )  # fmt: skip
+    result = replace(result, lookup_seconds=looked_up - started, notes=result.notes + notes)
+    return _with_intervals(result, engine, cluster)
+
+
+def _devices(gpus: int | None, cluster: Cluster) -> int:
+    """The devices the search may use: ``--gpus``, at most the cluster's (all by default)."""
+    count = cluster.accelerator_count
+    if gpus is not None and gpus > count:
+        raise InputError(
+            f"--gpus {gpus} is more than the {count} devices given.",
+            hint=f"Use --gpus {count} or fewer, or add devices (--on 'Nx GPU', --nodes).",
+        )
+    return gpus or count
 
 
 def _with_intervals(
@@ -138,7 +155,12 @@ def _request(opts: SearchOptions, gpus: int) -> SearchRequest:
         prompt=opts.prompt,
         gen=opts.gen,
         gpus=gpus,
-        slo_ttft_s=parse_seconds(opts.slo_ttft) if opts.slo_ttft else None,
-        slo_tpot_s=parse_seconds(opts.slo_tpot) if opts.slo_tpot else None,
+        slo_ttft_s=_slo(opts.slo_ttft),
+        slo_tpot_s=_slo(opts.slo_tpot),
         max_batch=opts.max_batch,
     )
+
+
+def _slo(text: str | None) -> float | None:
+    """A latency limit in seconds (0 is a limit no layout meets: a result, exit 1)."""
+    return parse_seconds(text) if text is not None else None

@@ -16,6 +16,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from rigwise.bench.calibration import EFFICIENCY_BOUNDS
-from rigwise.errors import InputError, RigwiseError
+from rigwise.errors import InputError, RigwiseError, shown_value
 
 ENGINE = "llama.cpp"
 _K_QUANT = re.compile(r"\b(Q\d_K)\s*-\s*(Small|Medium|Large)\b", re.IGNORECASE)
@@ -79,11 +80,34 @@ def quant_from_model_type(text: str) -> str:
     return plain.group(1).upper() if plain else ""
 
 
+_UNEDITED = "Give the file llama-bench wrote (`llama-bench -o json` or -o csv), unedited."
+
+
+def _number(value: object, where: str, whole: bool = False, hint: str = _UNEDITED) -> float:
+    """A count or rate from the file: a finite number >= 0 (a whole one for token counts), or
+    an InputError naming where it is; a missing or empty value is 0."""
+    try:
+        number = float(value or 0)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        number = math.nan
+    if (
+        isinstance(value, bool)
+        or not math.isfinite(number)
+        or number < 0
+        or (whole and number != int(number))
+    ):
+        kind = "a whole number >= 0" if whole else "a finite number >= 0"
+        raise InputError(f"{where} = {shown_value(str(value), 40)} is not {kind}.", hint=hint)
+    return number
+
+
 def _llama_bench_rows(rows: list[dict[str, Any]]) -> list[Rate]:
     rates = []
-    for row in rows:
-        prompt, gen = int(row.get("n_prompt") or 0), int(row.get("n_gen") or 0)
-        speed = float(row.get("avg_ts") or 0)
+    for index, row in enumerate(rows, start=1):
+        where = f"llama-bench test {index}"
+        prompt = int(_number(row.get("n_prompt"), f"{where}: n_prompt", whole=True))
+        gen = int(_number(row.get("n_gen"), f"{where}: n_gen", whole=True))
+        speed = _number(row.get("avg_ts"), f"{where}: avg_ts")
         if speed <= 0 or (prompt == 0) == (gen == 0):
             continue  # pp+tg combined tests are skipped: no single phase
         rates.append(
@@ -109,7 +133,11 @@ def parse(text: str) -> tuple[str, list[Rate]]:
         return "llama-bench json", _llama_bench_rows([r for r in data if isinstance(r, dict)])
     if stripped.splitlines() and "avg_ts" in stripped.splitlines()[0]:
         return "llama-bench csv", _llama_bench_rows(list(csv.DictReader(io.StringIO(stripped))))
-    found = {name: float(value) for name, value in _OLLAMA.findall(stripped)}
+    ollama = "Save what `ollama run MODEL --verbose` prints after an answer, unedited."
+    found = {
+        name: _number(value, f"Ollama {name}", hint=ollama)
+        for name, value in _OLLAMA.findall(stripped)
+    }
     if "eval rate" in found or "prompt eval rate" in found:
         rates = []
         if found.get("prompt eval rate"):

@@ -48,10 +48,13 @@ def render_search(found: Any) -> None:
     from rigwise.units import format_seconds
 
     out = console()
+    # rejections "TTFT/TPOT over the SLO" are counted (0 or more) exactly when an SLO is given
+    slos = any(reason.endswith("over the SLO") for reason in found.rejected)
     out.print(
         f"{found.generated:,} layouts in {found.seconds * 1e3:.0f} ms "
         f"({found.generated / max(found.seconds, 1e-9):,.0f}/s; catalog lookup "
-        f"{found.lookup_seconds * 1e3:.0f} ms); {found.feasible:,} meet the SLOs"
+        f"{found.lookup_seconds * 1e3:.0f} ms); {found.feasible:,} "
+        + ("meet the SLOs" if slos else "fit")
     )
     if found.rejected:
         out.print("rejected: " + ", ".join(f"{k} {v:,}" for k, v in found.rejected.items()))
@@ -77,7 +80,9 @@ def render_search(found: Any) -> None:
                 + _ranged(row)
             )
         else:
-            out.print(f"best {mode}: none meets the SLOs")
+            out.print(f"best {mode}: " + ("none meets the SLOs" if slos else "none fits"))
+    for note in found.notes:
+        out.print(f"note: {note}")
 
 
 def _ranged(row: dict[str, Any]) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NoReturn
 
 from rigwise.errors import InputError
 from rigwise.estimate.engine_overheads import EngineOverheads, usable_memory_bytes
@@ -117,11 +118,7 @@ def build_stages(
                 hint=f"Use --pp {max_stages} or less.",
             )
         if pp < 1 or pp > available:
-            total = cluster.accelerator_count
-            raise InputError(
-                f"--pp {pp} x --tp {tp or 1} needs more than the {total} devices given.",
-                hint="Lower --pp or --tp, or add devices (--on 'Nx GPU', --nodes).",
-            )
+            _too_few_devices(cluster, pp, tp, groups[0][2] if groups else tp or 1)
         groups = groups[:pp]
     weights = [
         usable_memory_bytes(n.accelerator, overheads_for(n.accelerator)) * w
@@ -144,6 +141,22 @@ def build_stages(
         for i, ((node_index, node, width, span), weight) in enumerate(
             zip(groups, weights, strict=True)
         )
+    )
+
+
+def _too_few_devices(cluster: Cluster, pp: int, tp: int | None, width: int) -> NoReturn:
+    """``pp`` stages of ``width`` devices are more than the cluster has. Without --tp a
+    tensor-split stage is a whole node, which the message must say (it said '--tp 1')."""
+    total = cluster.accelerator_count
+    hint = "Lower --pp or --tp, or add devices (--on 'Nx GPU', --nodes)."
+    smaller = [d for d in range(width - 1, 0, -1) if width % d == 0 and d * pp <= total]
+    if tp is None and smaller:
+        hint = (
+            f"Without --tp a stage is a whole node of {width} devices; give --tp too "
+            f"(e.g. --tp {smaller[0]} --pp {pp}), or add devices."
+        )
+    raise InputError(
+        f"--pp {pp} stages of --tp {width} need {pp * width} devices; {total} given.", hint=hint
     )
 
 
