@@ -212,6 +212,10 @@ def _served(found: EngineOverheads, api_server: bool) -> EngineOverheads:
 
 
 def _plan(opts: InferOptions) -> InferencePlan:
+    if opts.disagg is not None:
+        from rigwise.api.infer_disagg import check_pool_options
+
+        check_pool_options(opts)
     setup = _setup_of(opts)
     spec, cluster, ctx = setup.spec, setup.cluster, setup.ctx
     engine, quant, kv_dtype = ctx.engine, ctx.quant, ctx.kv_dtype

@@ -27,6 +27,25 @@ if TYPE_CHECKING:
     from rigwise.estimate.serving_disagg import Role
 
 
+# infer options that set one layout, and the key of a --disagg pool that sets it instead
+_POOL_KEY = {"tp": "tp", "pp": "pp", "dp": "workers", "ep": "ep", "attention_dp": "attention_dp",
+             "max_batch": "max_batch"}  # fmt: skip
+
+
+def check_pool_options(opts: InferOptions) -> None:
+    """--disagg lays out each pool itself: a --tp (--dp ...) beside it was ignored (--tp) or
+    refused as if it were the whole layout (--dp 2: 'replicas of tp 8 need 16 devices')."""
+    for name, key in _POOL_KEY.items():
+        if getattr(opts, name) not in (None, 1):
+            flag = "--" + name.replace("_", "-")
+            raise InputError(
+                f"{flag} {getattr(opts, name)} cannot be combined with --disagg: each pool has "
+                "its own layout.",
+                hint=f'Give it inside the pools, e.g. {{"prefill": {{"{key}": 2}}, '
+                f'"decode": {{"{key}": 2}}}}.',
+            )
+
+
 def plan_disagg_pools(
     opts: InferOptions, cluster: Cluster, ctx: Context, plan: InferencePlan
 ) -> InferencePlan:

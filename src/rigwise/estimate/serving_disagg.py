@@ -31,6 +31,7 @@ from rigwise.hardware import Link
 from rigwise.plans import DOES_NOT_FIT
 
 ROLE_KEYS = ("tp", "pp", "ep", "attention_dp", "workers", "max_batch")
+_MAX_ROLE_VALUE = 100_000
 
 
 @dataclass(frozen=True)
@@ -67,8 +68,11 @@ def parse_roles(disagg: Mapping[str, Mapping[str, int]]) -> tuple[Role, Role]:
                 hint=f"Use: {', '.join(ROLE_KEYS)}.",
             )
         for key, value in given.items():
-            if not isinstance(value, int) or not 1 <= value <= 100_000:
-                raise InputError(f"--disagg {name}.{key}={value!r} must be a whole number >= 1.")
+            if not isinstance(value, int) or not 1 <= value <= _MAX_ROLE_VALUE:
+                raise InputError(
+                    f"--disagg {name}.{key}={value!r} must be a whole number "
+                    f"from 1 to {_MAX_ROLE_VALUE:,}."
+                )
         roles.append(Role(**given))
     return roles[0], roles[1]
 
