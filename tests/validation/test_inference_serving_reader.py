@@ -71,7 +71,7 @@ def test_pure_decode_rows_are_planned_in_process_at_the_decode_step() -> None:
     measurements, _ = load_measurements()
     pr = ("Qwen2.5-0.5B-Instruct H100 PCIe 80GB", "Qwen3-8B-Base A100 80GB PCIe")
     rows = [m for m in measurements if m.label.startswith(tuple(f"Qwen/{p}" for p in pr))]
-    assert len(rows) == 13
+    assert len(rows) == 22
     assert all(m.pure_decode and m.options["api_server"] is False for m in rows)
     assert not any(m.pure_decode for m in measurements if m not in rows)
     long = next(m for m in rows if m.label.endswith("16384/128 c8 tpot"))
