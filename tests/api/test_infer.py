@@ -169,3 +169,20 @@ def test_expert_parallel_on_a_dense_model_is_bad_input() -> None:
 def test_expert_parallel_on_a_moe_model_still_plans() -> None:
     plan = plan_inference(model="qwen3-30b-a3b", on="8x h100", tp=8, ep=8, levers=False)
     assert plan.fits
+
+
+def test_without_an_api_server_the_front_end_does_not_cap_the_rate() -> None:
+    # engine_overheads.csv vllm frontend_token_us 77.8: one API-server process streams at most
+    # 1e6 / 77.8 = 12.85k tokens/s; a run that drives the engine in-process (api_server False,
+    # as vLLM PR #53060's pure-decode harness) is held only by the engine
+    asked = dict(
+        model="qwen3-0.6b", on="h100-sxm", quant="BF16", engine="vllm", prompt=512, gen=128,
+        concurrency=500, levers=False,
+    )  # fmt: skip
+    served = plan_inference(**asked).serving
+    alone = plan_inference(**asked, api_server=False).serving
+    assert served is not None and alone is not None
+    assert served.aggregate_tokens_per_s == pytest.approx(1e6 / 77.8, rel=1e-3)
+    assert alone.aggregate_tokens_per_s > 1.2e6 / 77.8
+    assert alone.running_batch > served.running_batch
+    assert "bandwidth" in alone.bound or "compute" in alone.bound

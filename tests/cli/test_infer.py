@@ -167,3 +167,18 @@ def test_queueing_and_layout_options_reach_the_plan() -> None:
         "--disagg", '{"prefill": {"tp": 8}, "decode": {"tp": 8, "ep": 8, "attention_dp": 8}}',
     )  # fmt: skip
     assert code == 0 and json.loads(out)["serving"]["mode"] == "disaggregated"
+
+
+def test_no_api_server_plans_the_engine_alone() -> None:
+    # one API-server process streams at most 1e6 / 77.8 us = 12.85k tokens/s
+    # (engine_overheads.csv vllm frontend_token_us); in-process the engine sets the rate
+    args = ("infer", "qwen3-0.6b", "--on", "h100-sxm", "--engine", "vllm", "--prompt", "512",
+            "--gen", "128", "--concurrency", "500", "--json", "--no-levers")  # fmt: skip
+    served = json.loads(_run(*args)[1])["serving"]
+    code, out = _run(*args, "--no-api-server")
+    alone = json.loads(out)["serving"]
+    assert code == 0
+    assert served["aggregate_tokens_per_s"] == pytest.approx(1e6 / 77.8, rel=1e-3)
+    assert alone["aggregate_tokens_per_s"] > 1.2e6 / 77.8
+    code, out = _run("infer", "qwen3-0.6b", "--on", "h100-sxm", "--no-api-server", "--search")
+    assert code == 2 and "not with --search" in out

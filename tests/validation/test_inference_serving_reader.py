@@ -9,12 +9,12 @@ from dataclasses import replace
 
 import pytest
 
-from rigwise.estimate.serving import Costs, estimate_serving
+from rigwise.estimate.serving import Costs, ServingEstimate, estimate_serving
 from rigwise.validation.inference_readers import default_directory
 from rigwise.validation.inference_serving import benchmark_tpot_seconds, first_wave_share
 
 
-def _paged(concurrency: int) -> object:
+def _paged(concurrency: int) -> ServingEstimate:
     costs = Costs(
         step_seconds=lambda batch: 0.02 + 0.0002 * batch,
         prefill_seconds_per_token=2e-5,
@@ -57,3 +57,26 @@ def test_cloudrift_protocol_columns_say_what_each_scenario_ran() -> None:
         assert int(row["num_prompts"]) == int(found.group(1)) * repeats
         assert row["arrivals"] == ("wave" if "--ignore-eos" in scenario else "staggered")
         assert row["statistic"] == "mean" and f"mean {row['serving_metric'].upper()}" in scenario
+
+
+def test_pure_decode_rows_are_planned_in_process_at_the_decode_step() -> None:
+    # vllm_public_serving.csv, vLLM PR #53060: a priming run caches the prompts, the batch enters
+    # decode together and no prefill chunk lands in the measured steps; the harness drives the
+    # engine, no API server. Such a row's TPOT is the running batch's decode step, not a wave's
+    # TPOT (which spreads the other members' prefills over a request's tokens)
+    from rigwise.api.infer import plan_inference
+    from rigwise.validation.inference import _predicted
+    from rigwise.validation.inference_readers import load_measurements
+
+    measurements, _ = load_measurements()
+    pr = ("Qwen2.5-0.5B-Instruct H100 PCIe 80GB", "Qwen3-8B-Base A100 80GB PCIe")
+    rows = [m for m in measurements if m.label.startswith(tuple(f"Qwen/{p}" for p in pr))]
+    assert len(rows) == 22
+    assert all(m.pure_decode and m.options["api_server"] is False for m in rows)
+    assert not any(m.pure_decode for m in measurements if m not in rows)
+    long = next(m for m in rows if m.label.endswith("16384/128 c8 tpot"))
+    plan = plan_inference(**long.options, levers=False)
+    assert plan.serving is not None
+    step = plan.serving.step_seconds
+    assert _predicted(plan, "tpot", long.arrivals, pure_decode=True) == step
+    assert benchmark_tpot_seconds(plan.serving, *long.arrivals[1:]) > 2 * step

@@ -33,6 +33,7 @@ from rigwise.api.infer_stages import (
 )
 from rigwise.api.levers import suggest_levers
 from rigwise.errors import InputError
+from rigwise.estimate.engine_overheads import EngineOverheads
 from rigwise.estimate.engine_rules import native_format
 from rigwise.estimate.inference import Context, Phase, decode_phase, prefill_phase
 from rigwise.estimate.inference_efficiency import catalog_efficiency, efficiency
@@ -153,6 +154,7 @@ class _Setup:
 _SETUP_FIELDS = (
     "model", "on", "nodes", "network", "cluster", "quant", "kv_quant", "concurrency", "engine",
     "host", "split", "tp", "pp", "dp", "ep", "attention_dp", "engine_build", "max_batch",
+    "api_server",
 )  # fmt: skip
 _setup_key = operator.attrgetter(*_SETUP_FIELDS)
 _SETUPS: dict[tuple[object, ...], _Setup] = {}
@@ -193,7 +195,7 @@ def _setup(opts: InferOptions) -> _Setup:
         quant=quant,
         kv_dtype=kv_dtype,
         weights_bytes=spec.weights_bytes(quant),
-        overheads=overheads(engine, stages[0].accelerator),
+        overheads=_served(overheads(engine, stages[0].accelerator), opts.api_server),
         offload_efficiency=catalog_efficiency(engine, "cpu", quant.lower()),
         calibration=opts.calibration,
         engine_build=opts.engine_build,
@@ -201,6 +203,12 @@ def _setup(opts: InferOptions) -> _Setup:
     )
     idle = tuple(_idle_devices(laid, cluster, stages, spec.num_layers))
     return _Setup(update, layout_note, spec, cluster, stages, ctx, idle)
+
+
+def _served(found: EngineOverheads, api_server: bool) -> EngineOverheads:
+    """The engine's overheads, without the API server's per-token cap where none runs
+    (``InferOptions.api_server`` False: the engine driven in-process)."""
+    return found if api_server else replace(found, frontend_token_s=0.0)
 
 
 def _plan(opts: InferOptions) -> InferencePlan:

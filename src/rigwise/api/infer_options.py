@@ -126,6 +126,10 @@ class InferOptions:
     """Measured efficiency factors (``rigwise bench``) replacing the catalog's."""
     engine_build: str | None = option(None, after=_build)
     """Date of an older engine build, YYYY-MM[-DD], to plan with its kernels (default: current)."""
+    api_server: bool = True
+    """False: the engine is driven in-process (vLLM's offline ``LLM`` class, a benchmark script),
+    no API server streams the tokens: its per-token cap (``engine_overheads.csv``
+    ``frontend_token_us``) does not apply."""
     levers: bool = True
     """Also measure the levers (changes that make it fit or run faster)."""
 

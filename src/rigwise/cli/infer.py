@@ -116,6 +116,11 @@ def run_queries(path: str) -> int:
 @click.option("--engine-build", help="Date of an older engine build (YYYY-MM): its kernels.")
 @click.option("--calibrated", is_flag=True, help="Use factors measured by `rigwise bench`.")
 @click.option("--no-levers", is_flag=True, help="Skip the levers (faster).")
+@click.option(
+    "--no-api-server",
+    is_flag=True,
+    help="The engine runs in-process (vLLM's offline LLM): no API server caps the rate.",
+)
 @click.option("--queries", type=click.Path(allow_dash=True), help="JSONL file of plans to run.")
 @click.option("--search", is_flag=True, help="Search serving layouts (agg and disagg) instead.")
 @click.option("--slo-ttft", help="With --search: time-to-first-token limit, e.g. 1s.")
@@ -126,6 +131,7 @@ def infer(
     model: str | None,
     calibrated: bool,
     no_levers: bool,
+    no_api_server: bool,
     queries: str | None,
     as_json: bool,
     **kwargs: Any,
@@ -144,6 +150,8 @@ def infer(
             fail(f"--disagg {kwargs['disagg']!r} is not JSON ({exc.msg}).")
     search = kwargs.pop("search")
     options = _options(model=model, **apply_rig(kwargs))
+    if search and no_api_server:
+        fail("--no-api-server plans one layout: not with --search.")
     if search:
         from rigwise.cli.infer_search import run_search
 
@@ -156,6 +164,8 @@ def infer(
         options["calibration"], options["on"], said = _calibration(options.get("on"))
     if no_levers:
         options["levers"] = False
+    if no_api_server:
+        options["api_server"] = False
     plan = plan_inference(**options)
     if said is not None:
         plan = replace(plan, notes=(f"--calibrated: {said}", *plan.notes))

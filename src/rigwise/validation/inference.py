@@ -90,7 +90,7 @@ def validate_inference(
                 f"{m.source}: {m.label}: ran, predicted {plan.verdict}: {plan.reason}"
             )
             continue
-        predicted = _predicted(plan, m.metric, m.arrivals)
+        predicted = _predicted(plan, m.metric, m.arrivals, m.pure_decode)
         if predicted is None or m.measured is None:
             skips.append("no prediction for this metric")
             continue
@@ -127,7 +127,14 @@ def _plots(comparisons: list[Comparison], plot_dir: Path | None) -> list[str]:
     return [str(p) for p in write_plots(comparisons, Path(plot_dir), "inference_validation")]
 
 
-def _predicted(plan: Any, metric: str, arrivals: tuple[float, int, str]) -> float | None:
+def _predicted(
+    plan: Any, metric: str, arrivals: tuple[float, int, str], pure_decode: bool = False
+) -> float | None:
+    """The planned figure a row's benchmark reports. A pure-decode TPOT (the batch's prompts
+    cached by a priming run, the batch entering decode together, no prefill chunk in the
+    measured steps) is the running batch's decode step at the mid-decode context."""
+    if metric == "tpot" and pure_decode:
+        return float(plan.serving.step_seconds) if plan.serving else None
     if metric == "ttft" and plan.serving:
         return benchmark_ttft_seconds(plan.serving, *arrivals)
     if metric == "tpot":

@@ -50,6 +50,8 @@ class Measurement:
     skip: str = ""  # why this row is not predicted (empty: predict it)
     # ttft / tpot rows: (share of a wave in phase with the next, prompts, mean|median)
     arrivals: tuple[float, int, str] = (0.0, 0, "")
+    # tpot rows of a pure-decode run (arrivals ``decode``): the measured steps carry no prefill
+    pure_decode: bool = False
 
 
 def default_directory() -> Path:

@@ -3,7 +3,8 @@
 tpot (seconds, means as the benchmarks print them). Optional layout columns, read where a file has
 them and the row fills them: ``pipeline_parallel`` (pp), ``replicas`` (dp: engine instances behind
 one load balancer), ``expert_parallel`` (ep), ``max_num_seqs`` (max_batch) and ``kv_cache_dtype``
-(kv_quant), each as the run's command line set it."""
+(kv_quant), each as the run's command line set it, and ``api_server`` (``false`` where the source
+drove the engine in-process, with no API server streaming the tokens: planned without its cap)."""
 
 from __future__ import annotations
 
@@ -55,6 +56,7 @@ def read_public_serving(
             role=row["role"],
             skip=skip,
             arrivals=arrivals,
+            pure_decode=row.get("arrivals") == "decode",
         )
 
 
@@ -71,12 +73,20 @@ def _generated_tokens(row: dict[str, str]) -> int:
     return int(row["output_len"])
 
 
-_LAYOUT_COLUMNS = (
+def _flag(text: str) -> bool:
+    """``true`` / ``false`` as the files write them; anything else is a data error."""
+    if text.lower() not in ("true", "false"):
+        raise ValueError(f"expected true or false, not {text!r}")
+    return text.lower() == "true"
+
+
+_LAYOUT_COLUMNS: tuple[tuple[str, str, Callable[[str], Any]], ...] = (
     ("pipeline_parallel", "pp", int),
     ("replicas", "dp", int),
     ("expert_parallel", "ep", int),
     ("max_num_seqs", "max_batch", int),
     ("kv_cache_dtype", "kv_quant", str),
+    ("api_server", "api_server", _flag),
 )
 
 
@@ -98,8 +108,10 @@ def in_phase_share(arrivals: str, output_len: int, mean_output_len: float) -> fl
     that stop at their end-of-sequence token return early, out of phase, so the share that runs
     to the cap, taken as the published mean output over the cap (``mean_output_len``: output
     tokens / requests; exact when the others stop at once, an upper bound otherwise); none
-    when it is not published (every arrival desynchronised after the first wave)."""
-    if arrivals == "wave":
+    when it is not published (every arrival desynchronised after the first wave). ``decode``:
+    a pure-decode run, the batch's prompts already cached (a priming run) entering decode
+    together, one wave: its TPOT is the decode step (``validation.inference._predicted``)."""
+    if arrivals in ("wave", "decode"):
         return 1.0
     if mean_output_len > 0 and output_len > 0:
         return min(1.0, mean_output_len / output_len)
