@@ -186,3 +186,15 @@ def test_without_an_api_server_the_front_end_does_not_cap_the_rate() -> None:
     assert alone.aggregate_tokens_per_s > 1.2e6 / 77.8
     assert alone.running_batch > served.running_batch
     assert "bandwidth" in alone.bound or "compute" in alone.bound
+
+
+def test_a_request_longer_than_the_model_names_prompt_and_gen() -> None:
+    # before: "--context 200512 is longer than llama-3.1-8b's 131072 tokens" when no --context
+    # was given: 512 + 200,000 tokens, and 131,072 - 512 = 130,560 is the longest gen
+    with pytest.raises(
+        InputError, match=r"--prompt 512 \+ --gen 200,000 = 200,512 tokens is longer than"
+    ) as caught:
+        plan_inference(model="llama-3.1-8b", on="h100", gen=200_000, levers=False)
+    assert caught.value.hint == "Use --gen 130560 or less, or a shorter --prompt."
+    with pytest.raises(InputError, match=r"--context 200000 is longer than"):  # given: named
+        plan_inference(model="llama-3.1-8b", on="h100", context=200_000, levers=False)
