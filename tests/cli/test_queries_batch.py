@@ -156,3 +156,28 @@ def test_repeated_lines_are_planned_once_and_answered_each(
     assert answers[0] == answers[2] == answers[5] != answers[3]
     assert answers[1]["error"].startswith("line 2:") and answers[4]["error"].startswith("line 5:")
     assert code == 2
+
+
+@pytest.mark.parametrize(
+    ("command", "extra", "named"),
+    [
+        ("infer", ["--search"], "--search"),  # before: each line planned, nothing searched
+        ("infer", ["--tp", "2"], "--tp"),  # before: ignored (tp 1 planned on one H100)
+        ("infer", ["llama-3.1-8b"], "MODEL"),
+        ("train", ["--seq", "4096"], "--seq"),  # before: each line's own (default) seq
+    ],
+)
+def test_options_beside_queries_are_bad_input(
+    tmp_path: Path, command: str, extra: list[str], named: str
+) -> None:
+    path = tmp_path / "queries.jsonl"
+    path.write_text('{"model": "llama-3.1-8b", "on": "h100-sxm"}\n', encoding="utf-8")
+    code, out = run([command, "--queries", str(path), *extra, "--json"])
+    assert code == 2
+    error = json.loads(out)
+    assert (
+        error["error"]
+        == f"{named} cannot be combined with --queries: each line gives its own options."
+    )
+    code, out = run([command, "--queries", str(path), "--json"])  # --json alone is fine
+    assert code in (0, 1) and "error" not in json.loads(out.splitlines()[0])

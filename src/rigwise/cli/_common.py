@@ -150,6 +150,7 @@ def run_queries(path: str, plan: Callable[..., Any], batch: BatchPlanner | None 
     function of the options): sweeps repeat queries, and a plan's JSON is most of its cost."""
     from rigwise.validate_input import open_text_lines
 
+    _nothing_beside_queries()
     worst = EXIT_OK
     interactive = path == "-"  # a caller feeding stdin may wait for each answer
     chunk = 1 if interactive or batch is None else QUERY_CHUNK
@@ -179,6 +180,28 @@ def run_queries(path: str, plan: Callable[..., Any], batch: BatchPlanner | None 
 
 
 _SEEN = object()  # in place of the options of a line whose text an earlier line had
+
+
+def _nothing_beside_queries() -> None:
+    """Each line of --queries gives its own options: a MODEL or --tp beside it was ignored
+    without a word (``infer --queries f --search`` planned each line, searched nothing)."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return
+    typed = (click.core.ParameterSource.COMMANDLINE, click.core.ParameterSource.ENVIRONMENT)
+    given = [
+        param.opts[0] if isinstance(param, click.Option) else param.human_readable_name
+        for param in ctx.command.params
+        if param.name not in ("queries", "as_json") and ctx.get_parameter_source(param.name or "")
+        in typed
+    ]  # fmt: skip
+    if given:
+        fail(
+            f"{', '.join(given)} cannot be combined with --queries: each line gives its own "
+            "options.",
+            hint='Put them in each line, e.g. {"model": "llama-3.1-8b", "on": "rtx-4090", '
+            '"tp": 2}.',
+        )
 
 
 def _answers(
