@@ -3,6 +3,8 @@ disaggregated layout is searched."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from rigwise.api.serving_search import search_serving_layouts
@@ -36,3 +38,17 @@ def test_the_search_is_bounded_by_the_devices_it_lays_out() -> None:
     assert caught.value.hint is not None and "--gpus 8192 or fewer" in caught.value.hint
     found = search_serving_layouts(model="llama-3.1-8b", on="1048576x h100", gpus=8)
     assert found.best_aggregated is not None and found.best_aggregated["gpus"] <= 8
+
+
+def test_a_mixed_cluster_counts_the_layouts_a_node_cannot_hold(tmp_path: Path) -> None:
+    # before: tp 2 (sized by the first node, 2x rtx-3090) on the 1-GPU second node raised
+    # "--tp 2 spans 2 nodes ..." and the whole search was an error (exit 2)
+    path = tmp_path / "mixed.yaml"
+    path.write_text(
+        'nodes:\n  - {on: "2x rtx-3090", count: 1}\n  - {on: "rtx-4090", count: 1}\n'
+        "network: 10gbe\n",
+        encoding="utf-8",
+    )
+    found = search_serving_layouts(model="llama-3.1-8b", cluster=str(path))
+    assert found.rejected["layout does not fit every node"] > 0
+    assert found.best_aggregated is not None and found.best_aggregated["tp"] == 1

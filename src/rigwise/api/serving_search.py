@@ -31,6 +31,7 @@ from rigwise.estimate.serving_search import (
     layouts,
     search_serving,
 )
+from rigwise.models.quant import kv_cache_format
 from rigwise.units import parse_seconds
 from rigwise.validate_input import merged_options, validated
 
@@ -107,9 +108,14 @@ def search_serving_layouts(
     looked_up = time.perf_counter()
     rejected: Counter[str] = Counter()
     shapes: list[Shape] = []
+    if opts.kv_quant:
+        kv_cache_format(opts.kv_quant)  # a bad name is bad input, not a rejection per layout
     for quant in quants:
         for layout in layouts(cluster, total, spec.moe is not None, spec.num_layers):
-            found = build_shape(quant, layout, builder, memory_for, request, cluster.network)
+            try:
+                found = build_shape(quant, layout, builder, memory_for, request, cluster.network)
+            except InputError:  # a mixed cluster: tp sized by node 0 that a later node lacks
+                found = "layout does not fit every node"
             if isinstance(found, str):
                 rejected[found] += 1
             else:
