@@ -15,7 +15,8 @@ def _plan(**options: object) -> object:
 
 
 def test_every_rule_has_a_source_and_a_known_kind() -> None:
-    kinds = {"heads_divide", "kv_heads_divide", "min_compute_capability", "vendor", "quant"}
+    kinds = {"heads_divide", "kv_heads_divide", "min_compute_capability", "vendor", "quant",
+             "kv_dtype"}  # fmt: skip
     assert rules() and all(rule.source and rule.kind in kinds for rule in rules())
 
 
@@ -76,6 +77,24 @@ def test_a_refused_layout_is_never_a_lever() -> None:
 def test_an_engine_of_another_vendor_is_bad_input_naming_the_rule() -> None:
     with pytest.raises(InputError, match="tensorrt-llm-nvidia-only"):
         _plan(model="llama-3-8b", on="mi300x", engine="tensorrt-llm")
+
+
+@pytest.mark.parametrize(
+    ("engine", "kv", "rule"),
+    [("vllm", "q4_0", "vllm-kv-dtypes"), ("sglang", "q8_0", "sglang-kv-dtypes")],
+)
+def test_a_kv_dtype_the_engine_has_no_option_for_is_bad_input(
+    engine: str, kv: str, rule: str
+) -> None:
+    # before: vLLM with a q4_0 KV cache (a llama.cpp block format; vLLM's --kv-cache-dtype is
+    # auto or fp8) planned as fitting, with a smaller cache and faster decode
+    with pytest.raises(InputError, match=rule) as caught:
+        _plan(model="llama-3.1-8b", on="h100-sxm", engine=engine, kv_quant=kv)
+    assert caught.value.message.startswith(
+        f"--engine {engine} keeps its KV cache in f16, bf16, fp8"
+    )
+    for ok_engine, ok_kv in ((engine, "fp8"), (engine, "fp16"), ("llama.cpp", kv)):
+        assert _plan(model="llama-3.1-8b", on="h100-sxm", engine=ok_engine, kv_quant=ok_kv).fits
 
 
 def test_compute_capability_comes_from_the_data() -> None:

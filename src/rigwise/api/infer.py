@@ -18,6 +18,7 @@ from rigwise.api.infer_stages import (
     DEFAULT_QUANT,
     canonical_quant,
     check_engine,
+    check_kv,
     cluster_of,
     default_engine,
     default_kv,
@@ -202,6 +203,7 @@ def _setup(opts: InferOptions) -> _Setup:
         opts.quant or file_quant(spec) or native_format(spec.name, engine) or default_quant(engine)
     )
     kv_dtype = opts.kv_quant or default_kv(engine, quant)
+    check_kv(engine, kv_dtype)
     laid, layout_note = default_layout(opts, cluster, engine, spec, quant)
     update = None if laid is opts else {k: getattr(laid, k) for k in ("tp", "pp", "dp")}
     stages = with_host(stages_of(laid, cluster, engine, spec.num_layers), opts.host)

@@ -76,6 +76,19 @@ def check_engine(engine: str, cluster: Cluster) -> None:
         )
 
 
+def check_kv(engine: str, kv_dtype: str) -> None:
+    """A --kv-quant the engine has no option for is bad input (engine_rules.csv kv_dtype)."""
+    from rigwise.estimate.engine_rules import kv_violation
+
+    found = kv_violation(engine, kv_dtype)
+    if found is not None:
+        raise InputError(
+            f"{found.message} (engine rule {found.rule})",
+            hint="Use --kv-quant fp8 (or leave it out for the engine's default), or --engine "
+            "llama.cpp, which takes q8_0 and q4_0.",
+        )
+
+
 def default_quant(engine: str) -> str:
     return DEFAULT_QUANT.get(engine, "BF16")
 

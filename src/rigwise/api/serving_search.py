@@ -31,7 +31,6 @@ from rigwise.estimate.serving_search import (
     layouts,
     search_serving,
 )
-from rigwise.models.quant import kv_cache_format
 from rigwise.units import parse_seconds
 from rigwise.validate_input import merged_options, validated
 
@@ -108,8 +107,8 @@ def search_serving_layouts(
     looked_up = time.perf_counter()
     rejected: Counter[str] = Counter()
     shapes: list[Shape] = []
-    if opts.kv_quant:
-        kv_cache_format(opts.kv_quant)  # a bad name is bad input, not a rejection per layout
+    if opts.kv_quant:  # a bad name is bad input, not a rejection per layout
+        _stages.check_kv(engine, opts.kv_quant)
     for quant in quants:
         for layout in layouts(cluster, total, spec.moe is not None, spec.num_layers):
             try:
@@ -122,12 +121,19 @@ def search_serving_layouts(
                 shapes.append(found)
     between = cluster.network if len(cluster.nodes) > 1 else cluster.nodes[0].intra_link
     result = search_serving(shapes, (cluster.network, between), request, rejected, looked_up)
-    notes = () if total > 1 else (
+    result = replace(result, lookup_seconds=looked_up - started, notes=_notes(result, total))
+    return _with_intervals(result, engine, cluster)
+
+
+def _notes(result: ServingSearchResult, total: int) -> tuple[str, ...]:
+    """The result's notes, and why no disaggregated layout was tried on one device."""
+    if total > 1:
+        return result.notes
+    return (
+        *result.notes,
         f"Disaggregated layouts need 2 or more devices (a prefill and a decode worker); "
         f"{total} given.",
-    )  # fmt: skip
-    result = replace(result, lookup_seconds=looked_up - started, notes=result.notes + notes)
-    return _with_intervals(result, engine, cluster)
+    )
 
 
 def _devices(gpus: int | None, cluster: Cluster) -> int:

@@ -3,9 +3,10 @@
 Rules are data (each with its source): tensor parallelism must divide the attention and KV
 heads (vLLM, SGLang, TensorRT-LLM), minimum NVIDIA compute capability, engines tied to one
 vendor, and weight formats that need native hardware (FP8 on Ada/Hopper+, with vLLM's
-documented FP8 Marlin weight-only fallback from Turing; NVFP4 on Blackwell). ``violation``
-names the first broken rule; the planner answers "does not fit" with it, and levers that
-break one are never offered (they re-plan and come back not fitting).
+documented FP8 Marlin weight-only fallback from Turing; NVFP4 on Blackwell), and the KV-cache
+dtypes an engine has an option for (``kv_violation``: bad input, as ``vendor_violation``).
+``violation`` names the first broken rule; the planner answers "does not fit" with it, and
+levers that break one are never offered (they re-plan and come back not fitting).
 """
 
 from __future__ import annotations
@@ -115,6 +116,24 @@ def vendor_violation(engine: str, accelerators: Iterable[Accelerator]) -> Violat
                     f"--engine {engine} does not run on {accelerator.id} ({accelerator.vendor}).",
                     rule.source,
                 )
+    return None
+
+
+def kv_violation(engine: str, kv_dtype: str) -> Violation | None:
+    """A KV-cache dtype the engine has no option for (``kv_dtype`` rows list the ones it has),
+    bad input whatever the layout: vLLM's --kv-cache-dtype takes auto (the model's 16-bit) or
+    fp8, not llama.cpp's q4_0."""
+    from rigwise.models.quant import kv_cache_format
+
+    name = kv_cache_format(kv_dtype).name.lower()
+    for rule in _active(engine):
+        allowed = _globs(rule.value)
+        if rule.kind == "kv_dtype" and name not in allowed:
+            return Violation(
+                rule.name,
+                f"--engine {engine} keeps its KV cache in {', '.join(allowed)}; not {kv_dtype}.",
+                rule.source,
+            )
     return None
 
 
