@@ -115,8 +115,26 @@ def pooled_memory_answer(
     from rigwise.hardware.nodes import check_cluster_size
 
     check_cluster_size(nodes, 0)  # a pool of 0 or -3 nodes is bad input, not an answer
+    _check_names(model, on, nodes, network, reference, quant)
     plan = planner or rigwise_planner()
     single = _case(plan, model, on, 1, None, quant)
     pooled = _case(plan, model, on, nodes, network, quant)
     ref = _case(plan, model, reference, 1, None, quant) if reference else None
     return PooledAnswer(model, quant, single, pooled, ref, _explain(single, pooled, ref))
+
+
+def _check_names(
+    model: str, on: str, nodes: int, network: str, reference: str | None, quant: str | None
+) -> None:
+    """A name the user typed wrong is bad input naming it: the planner turns every error of
+    a case into a 'does not fit' reason (right for the recommender's candidates), so
+    '--network zzz' answered '4 of them over zzz: does not fit'."""
+    from rigwise.api.infer_stages import cluster_of, model_of
+    from rigwise.models import quant_format
+
+    model_of(model)
+    cluster_of(on, nodes, network, None)
+    if reference:
+        cluster_of(reference, 1, None, None)
+    if quant:
+        quant_format(quant)
