@@ -228,3 +228,21 @@ def test_the_clean_cheaper_faster_3090_box_ranks_above_the_titan_box() -> None:
     assert "2x" in lines[0] and "rtx-3090" in lines[0]
     titan = next((i for i, line in enumerate(lines) if "titan-rtx" in line), len(lines))
     assert titan > 0 and len(ons) >= 2
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        # before: each answered its own question and dropped the stray option without a word
+        (["--drive", "zzz"], "--drive does not apply to ranked builds."),
+        (["--network", "10gbe", "--raid", "raid10"], "--network, --raid do not apply to ranked"),
+        (["--pool-on", "rtx-4090", "--budget", "1000"], "--budget does not apply to --pool-on"),
+        (["--nas-dataset", "40TB", "--nas-read", "2GB/s", "--top", "3"], "--top does not apply"),
+    ],
+)
+def test_an_option_of_another_question_is_bad_input(
+    capsys: pytest.CaptureFixture[str], args: list[str], says: str
+) -> None:
+    code, out, _ = run(capsys, "build", "llama-3.1-8b", *args, "--json")
+    assert code == 2
+    assert json.loads(out)["error"].startswith(says)

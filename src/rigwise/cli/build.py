@@ -159,32 +159,16 @@ def build(model: str, **options: Any) -> int:
     machine? (capacity adds up, speed does not), answered with the planners' numbers.
     """
     if options["pool_on"]:
+        _only_options_of(_POOL_KEYS, "--pool-on (the pooled-memory question)")
         return _pool(model, options)
     if options["nas_dataset"]:
+        _only_options_of(_NAS_KEYS, "--nas-dataset (the NAS question)")
         return _nas(options)
     from rigwise.design.api import design_builds
 
+    _only_options_of((*_DESIGNER_KEYS, "today_text", "plot_dir"), "ranked builds")
     today = _today(options["today_text"])
-    designer_keys = (
-        "task",
-        "target_tps",
-        "concurrency",
-        "deadline",
-        "tokens",
-        "budget",
-        "power_limit",
-        "new",
-        "form",
-        "circuit",
-        "usd_per_kwh",
-        "region",
-        "hours_per_day",
-        "years",
-        "max_price_age",
-        "top",
-        "method",
-        "rank",
-    )
+    designer_keys = _DESIGNER_KEYS
     result = design_builds(
         model=model, today=today, **{k: options[k] for k in designer_keys if options[k] is not None}
     )
@@ -197,6 +181,38 @@ def build(model: str, **options: Any) -> int:
     else:
         _print_design(result.to_dict())
     return EXIT_OK if result.options else EXIT_INFEASIBLE
+
+
+_DESIGNER_KEYS = (
+    "task", "target_tps", "concurrency", "deadline", "tokens", "budget", "power_limit", "new",
+    "form", "circuit", "usd_per_kwh", "region", "hours_per_day", "years", "max_price_age", "top",
+    "method", "rank",
+)  # fmt: skip
+_POOL_KEYS = ("pool_on", "nodes", "network", "against", "quant")
+_NAS_KEYS = ("nas_dataset", "nas_read", "raid", "drive", "new")
+
+
+def _only_options_of(keys: tuple[str, ...], question: str) -> None:
+    """build answers one of three questions; an option typed for another was dropped without
+    a word (e.g. --drive or --network on ranked builds, --budget with --pool-on)."""
+    from click.core import ParameterSource
+
+    from rigwise.cli._common import fail
+
+    ctx = click.get_current_context()
+    stray = [
+        param.opts[0]
+        for param in ctx.command.params
+        if isinstance(param, click.Option)
+        and param.name not in (*keys, "as_json")
+        and ctx.get_parameter_source(param.name or "") is ParameterSource.COMMANDLINE
+    ]
+    if stray:
+        fail(
+            f"{', '.join(stray)} {'does' if len(stray) == 1 else 'do'} not apply to {question}.",
+            hint=f"Drop {'it' if len(stray) == 1 else 'them'}; `rigwise build --help` says which "
+            "question each option belongs to.",
+        )
 
 
 def _nas(options: dict[str, Any]) -> int:
