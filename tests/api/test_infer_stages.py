@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from rigwise.api.infer import plan_inference
 
 
@@ -34,3 +36,14 @@ def test_a_model_larger_than_one_group_pipelines_and_replicates_the_rest() -> No
     plan = plan_inference(model="kimi-k2", on="gb200-nvl72", quant="BF16")
     assert plan.fits
     assert (plan.layout.tp, plan.layout.pp, plan.layout.dp, plan.layout.gpus) == (8, 2, 4, 64)
+
+
+def test_an_unknown_host_is_named_as_a_cpu_platform_with_cpu_suggestions() -> None:
+    # before: "Unknown GPU 'zzz'" for --host, which takes a CPU platform
+    from rigwise.errors import UnknownNameError
+    from rigwise.hardware import get_accelerator
+
+    with pytest.raises(UnknownNameError, match="Unknown host CPU platform 'zzz'") as caught:
+        plan_inference(model="llama-3.1-8b", on="h100", host="zzz", levers=False)
+    assert caught.value.suggestions
+    assert all(get_accelerator(name).kind == "cpu" for name in caught.value.suggestions)

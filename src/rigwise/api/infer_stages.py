@@ -213,9 +213,14 @@ def with_host(stages: tuple[Stage, ...], host: str | None) -> tuple[Stage, ...]:
     """Give every stage the host CPU platform's RAM size and bandwidth (for offload)."""
     if host is None:
         return stages
-    from rigwise.hardware import get_accelerator
+    from rigwise.errors import UnknownNameError, closest
+    from rigwise.hardware import accelerators, get_accelerator
 
-    cpu = get_accelerator(host)
+    try:
+        cpu = get_accelerator(host)
+    except UnknownNameError:  # it said "Unknown GPU" and suggested GPUs, for a CPU option
+        cpus = [a.id for a in accelerators() if a.kind == "cpu"]
+        raise UnknownNameError("host CPU platform", host, closest(host, cpus)) from None
     if cpu.kind != "cpu":
         raise InputError(
             f"--host {host!r} is a {cpu.kind}, not a CPU platform.",
