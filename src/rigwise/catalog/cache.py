@@ -33,15 +33,6 @@ _FORMAT = 1  # bump when the layout of the cache files changes
 KEEP = 8  # entries kept per table: several checkouts or versions side by side do not thrash
 
 
-def cache_folder() -> Path | None:
-    """``$RIGWISE_CACHE_DIR``, else ``$XDG_CACHE_HOME/rigwise``, else ``~/.cache/rigwise``;
-    None when the cache is off (``RIGWISE_NO_CACHE``) or no home folder is known."""
-    from pathlib import Path
-
-    name = cache_folder_name()
-    return None if name is None else Path(name)
-
-
 def _name_and_bytes(file: Any) -> tuple[str, bytes]:
     """A ``str`` path (``catalog.loader.packaged_file``), a ``Path`` or a package resource."""
     if isinstance(file, str):
