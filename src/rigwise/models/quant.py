@@ -109,11 +109,11 @@ def quant_format(name: str) -> QuantFormat:
 @functools.lru_cache(maxsize=64)
 def kv_cache_format(name: str) -> QuantFormat:
     """A format usable for the KV cache: f16/fp16, bf16, fp8, q8_0, q4_0."""
-    usable = [f.name for f in _formats().values() if f.kv_cache]
     try:
         fmt = quant_format(name)
     except UnknownNameError:  # not a format at all: name the KV-cache dtypes, not weights'
         fmt = None
     if fmt is None or not fmt.kv_cache:
+        usable = [f.name for f in _formats().values() if f.kv_cache]
         raise UnknownNameError("KV-cache dtype", name, closest(name, usable))
     return fmt
