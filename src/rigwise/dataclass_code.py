@@ -29,8 +29,9 @@ import dataclasses
 import marshal
 import os
 import sys
+from collections.abc import Callable
 from types import CodeType
-from typing import Any
+from typing import Any, BinaryIO
 
 # The marshal format and bytecode belong to one Python build.
 _TAG = f"{sys.implementation.cache_tag}-{sys.hexversion:x}"
@@ -59,6 +60,27 @@ def trusted(path: str) -> bool:
     info = os.stat(path)
     owner_ok = not hasattr(os, "getuid") or info.st_uid == os.getuid()
     return owner_ok and not info.st_mode & 0o022
+
+
+def write_atomically(path: str, dump: Callable[[BinaryIO], object]) -> None:
+    """``dump`` into a temp file beside ``path`` (its folder made, 0o700), renamed to ``path``;
+    nothing where that fails (unwritable folder, full disk, a value ``dump`` cannot write): a
+    cache entry not written is built or compiled again next time."""
+    import tempfile  # only when writing (a cache hit needs none)
+
+    folder = os.path.dirname(path)
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        handle, temp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
+    except OSError:
+        return
+    try:
+        with os.fdopen(handle, "wb") as out:
+            dump(out)
+        os.replace(temp, path)
+    except Exception:
+        if os.path.exists(temp):
+            os.unlink(temp)
 
 
 class CodeCache:
@@ -111,21 +133,7 @@ class CodeCache:
         self.changed.clear()
 
     def _write(self, module: str, table: dict[str, CodeType]) -> None:
-        import tempfile  # only when writing
-
-        path = self.path(module)
-        try:
-            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-            handle, temp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
-        except OSError:  # unwritable: compile next time too
-            return
-        try:
-            with os.fdopen(handle, "wb") as out:
-                marshal.dump(table, out)
-            os.replace(temp, path)
-        except Exception:  # full disk: compile next time too
-            if os.path.exists(temp):
-                os.unlink(temp)
+        write_atomically(self.path(module), lambda out: marshal.dump(table, out))
 
 
 def _module_of(scope: object) -> str | None:

@@ -9,6 +9,7 @@ import pytest
 
 from rigwise.catalog import cache
 from rigwise.catalog.cache import cached_build
+from rigwise.dataclass_code import cache_folder_name
 
 
 @pytest.fixture
@@ -85,7 +86,7 @@ def test_an_unwritable_cache_folder_means_no_cache(
 def test_rigwise_no_cache_turns_it_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RIGWISE_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("RIGWISE_NO_CACHE", "1")
-    assert cache.cache_folder() is None
+    assert cache_folder_name() is None
     assert cached_build("t", [_source(tmp_path, "x\n")], lambda: 3) == 3
     assert not (tmp_path / "cache").exists()
 

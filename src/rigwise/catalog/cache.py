@@ -22,7 +22,7 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from rigwise.dataclass_code import cache_folder_name, trusted
+from rigwise.dataclass_code import cache_folder_name, trusted, write_atomically
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -31,15 +31,6 @@ T = TypeVar("T")
 
 _FORMAT = 1  # bump when the layout of the cache files changes
 KEEP = 8  # entries kept per table: several checkouts or versions side by side do not thrash
-
-
-def cache_folder() -> Path | None:
-    """``$RIGWISE_CACHE_DIR``, else ``$XDG_CACHE_HOME/rigwise``, else ``~/.cache/rigwise``;
-    None when the cache is off (``RIGWISE_NO_CACHE``) or no home folder is known."""
-    from pathlib import Path
-
-    name = cache_folder_name()
-    return None if name is None else Path(name)
 
 
 def _name_and_bytes(file: Any) -> tuple[str, bytes]:
@@ -88,26 +79,17 @@ def cached_build(name: str, files: Iterable[Any], build: Callable[[], T]) -> T:
     return value
 
 
-def _store(folder_name: str, path_name: str, value: object) -> None:
-    """Write atomically (temp file + rename); give up silently where the folder is not ours."""
-    import tempfile  # only when writing (a cache hit needs none)
+def _store(folder: str, path: str, value: object) -> None:
+    """Prune the table's old entries, then write (``write_atomically``); give up silently where
+    the folder is not ours (full disk, unpicklable value: run without a cache)."""
     from pathlib import Path
 
-    folder, path = Path(folder_name), Path(path_name)
-
-    name = path.name.rsplit("-", 1)[0]
     try:
-        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        _prune(folder, name)
-        handle, temp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".pickle")
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        _prune(Path(folder), os.path.basename(path).rsplit("-", 1)[0])
     except OSError:  # unwritable: run without a cache
         return
-    try:
-        with os.fdopen(handle, "wb") as out:
-            pickle.dump(value, out, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(temp, path)
-    except Exception:  # full disk, unpicklable value: run without a cache
-        Path(temp).unlink(missing_ok=True)
+    write_atomically(path, lambda out: pickle.dump(value, out, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 def _prune(folder: Path, name: str) -> None:

@@ -182,19 +182,27 @@ def run_queries(path: str, plan: Callable[..., Any], batch: BatchPlanner | None 
 _SEEN = object()  # in place of the options of a line whose text an earlier line had
 
 
+def typed_params(skip: Sequence[str], *, arguments: bool = True) -> list[str]:
+    """The parameters of the running command the user gave (on the command line or from the
+    environment), by their first option name or, for an argument, its name (MODEL); those
+    named in ``skip`` aside, and the arguments too unless ``arguments``."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return []
+    typed = (click.core.ParameterSource.COMMANDLINE, click.core.ParameterSource.ENVIRONMENT)
+    return [
+        param.opts[0] if isinstance(param, click.Option) else param.human_readable_name
+        for param in ctx.command.params
+        if (arguments or isinstance(param, click.Option))
+        and param.name not in skip
+        and ctx.get_parameter_source(param.name or "") in typed
+    ]
+
+
 def _nothing_beside_queries() -> None:
     """Each line of --queries gives its own options: a MODEL or --tp beside it was ignored
     without a word (``infer --queries f --search`` planned each line, searched nothing)."""
-    ctx = click.get_current_context(silent=True)
-    if ctx is None:
-        return
-    typed = (click.core.ParameterSource.COMMANDLINE, click.core.ParameterSource.ENVIRONMENT)
-    given = [
-        param.opts[0] if isinstance(param, click.Option) else param.human_readable_name
-        for param in ctx.command.params
-        if param.name not in ("queries", "as_json") and ctx.get_parameter_source(param.name or "")
-        in typed
-    ]  # fmt: skip
+    given = typed_params(("queries", "as_json"))
     if given:
         fail(
             f"{', '.join(given)} cannot be combined with --queries: each line gives its own "

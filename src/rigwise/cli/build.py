@@ -11,9 +11,11 @@ from rigwise.cli._common import (
     EXIT_INFEASIBLE,
     EXIT_OK,
     console,
+    fail,
     print_json,
     ranged_rate,
     ranged_seconds,
+    typed_params,
 )
 
 
@@ -195,18 +197,7 @@ _NAS_KEYS = ("nas_dataset", "nas_read", "raid", "drive", "new")
 def _only_options_of(keys: tuple[str, ...], question: str) -> None:
     """build answers one of three questions; an option typed for another was dropped without
     a word (e.g. --drive or --network on ranked builds, --budget with --pool-on)."""
-    from click.core import ParameterSource
-
-    from rigwise.cli._common import fail
-
-    ctx = click.get_current_context()
-    stray = [
-        param.opts[0]
-        for param in ctx.command.params
-        if isinstance(param, click.Option)
-        and param.name not in (*keys, "as_json")
-        and ctx.get_parameter_source(param.name or "") is ParameterSource.COMMANDLINE
-    ]
+    stray = typed_params((*keys, "as_json"), arguments=False)
     if stray:
         fail(
             f"{', '.join(stray)} {'does' if len(stray) == 1 else 'do'} not apply to {question}.",

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from rigwise.grid.db import NodeRow
 from rigwise.grid.engine import ADMITTED, REJECTED, VERIFYING, Engine
-from rigwise.grid.policy import MachineFacts, Policy
+from rigwise.grid.policy import Admission, MachineFacts, Policy
 from rigwise.grid.verify import (
     VerificationRule,
     best_of,
@@ -34,14 +34,14 @@ def verify_pass(session: Session, engine: Engine, policy: Policy, rule: Verifica
         status, value = engine.verification(node.id)
         if status == "done":
             measured = _with_earlier(node, MachineFacts.from_dict(value))
-            if _measure_again(node, measured, policy, rule):
-                claimed = MachineFacts.from_dict(node.facts)
-                engine.verify(node.id, node.resources.get("CPU", 1.0), len(claimed.gpus), claimed)
+            verified, verdict = judge(policy, MachineFacts.from_dict(node.facts), measured, rule)
+            if _measure_again(node, verdict, rule):
+                _start_measuring(engine, node)
                 attempts = int(node.verification.get("attempts", 1)) + 1
                 best = measured.to_dict()
                 node.verification = {"state": "running", "attempts": attempts, "best": best}
             else:
-                settle(node, measured, policy, rule)
+                settle(node, measured, verified, verdict)
         elif status == "error":
             reject(node, f"the grid's benchmark failed on the node: {value}")
         elif timed_out(rule, node.joined_at):
@@ -52,9 +52,14 @@ def verify_pass(session: Session, engine: Engine, policy: Policy, rule: Verifica
             )
             reject(node, f"{why} within {rule.timeout_s:.0f} s")
         elif status == "absent" and alive.get(node.id):
-            claimed = MachineFacts.from_dict(node.facts)
-            engine.verify(node.id, node.resources.get("CPU", 1.0), len(claimed.gpus), claimed)
+            _start_measuring(engine, node)
             node.verification = {**node.verification, "state": "running"}
+
+
+def _start_measuring(engine: Engine, node: NodeRow) -> None:
+    """The grid's measurement as a Ray task on the node's worker, holding what it claimed."""
+    claimed = MachineFacts.from_dict(node.facts)
+    engine.verify(node.id, node.resources.get("CPU", 1.0), len(claimed.gpus), claimed)
 
 
 def _with_earlier(node: NodeRow, measured: MachineFacts) -> MachineFacts:
@@ -63,16 +68,14 @@ def _with_earlier(node: NodeRow, measured: MachineFacts) -> MachineFacts:
     return best_of(MachineFacts.from_dict(earlier), measured) if earlier else measured
 
 
-def _measure_again(
-    node: NodeRow, measured: MachineFacts, policy: Policy, rule: VerificationRule
-) -> bool:
+def _measure_again(node: NodeRow, verdict: Admission, rule: VerificationRule) -> bool:
     """A node the grid would reject only on a speed (a load spike while it measured: the
     tour's one-machine grid was once rejected at 0.43 of its own claimed bandwidth, taken
     seconds before) is measured again, up to ``rule.attempts`` times while time is left."""
     attempts = int((node.verification or {}).get("attempts", 1))
     if attempts >= rule.attempts or timed_out(rule, node.joined_at):
         return False
-    return only_speed_failed(judge(policy, MachineFacts.from_dict(node.facts), measured, rule)[1])
+    return only_speed_failed(verdict)
 
 
 def reject(node: NodeRow, why: str) -> None:
@@ -82,10 +85,10 @@ def reject(node: NodeRow, why: str) -> None:
     node.verification = {"state": "failed", "error": why}
 
 
-def settle(node: NodeRow, measured: MachineFacts, policy: Policy, rule: VerificationRule) -> None:
-    """The verdict on a verifying node, judged on ``measured`` (the grid's figures)."""
-    claimed = MachineFacts.from_dict(node.facts)
-    verified, verdict = judge(policy, claimed, measured, rule)
+def settle(
+    node: NodeRow, measured: MachineFacts, verified: MachineFacts, verdict: Admission
+) -> None:
+    """The verdict on a verifying node, judged (``judge``) on ``measured`` (the grid's figures)."""
     node.state = ADMITTED if verdict.admitted else REJECTED
     node.reasons = verdict.reasons
     node.measured_flops = verified.measured_flops

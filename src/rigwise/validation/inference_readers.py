@@ -101,6 +101,13 @@ def _hardware(names: _Names, gpu: str, count: int) -> tuple[str | None, str]:
     return (f"{count}x {found}" if count > 1 else found), ""
 
 
+def _llama_cpp(
+    model: str | None, on: str | None, quant: str, prompt: int, gen: int, **more: Any
+) -> dict[str, Any]:
+    """The planner options of one llama-bench test (pp: prompt, tg: gen), in one order."""
+    return dict(model=model, on=on, quant=quant, engine="llama.cpp", prompt=prompt, gen=gen, **more)
+
+
 def _read_apple(rows: list[dict[str, str]], names: _Names, source: str) -> Iterator[Measurement]:
     for row in rows:
         on, why_hw = names.get("gpu", f"{row['chip']} {row['gpu_cores']}")
@@ -111,9 +118,7 @@ def _read_apple(rows: list[dict[str, str]], names: _Names, source: str) -> Itera
                 ("decode", f"{prefix}_tg128_tps", 1, 128),
             ):
                 value = row.get(column, "")
-                options = dict(
-                    model=model, on=on, quant=quant, engine="llama.cpp", prompt=prompt, gen=gen
-                )
+                options = _llama_cpp(model, on, quant, prompt, gen)
                 label = f"{row['chip']} {row['gpu_cores']}c {quant} {column.split('_')[-2]}"
                 skip = why_hw or why_model or ("not measured (blank)" if not value else "")
                 measured = float(value) if value else None
@@ -135,14 +140,7 @@ def _read_cuda_scoreboard(
             ("prefill", "pp512_tps_fa1", 512, 1),
         ):
             value = row.get(column, "")
-            options = dict(
-                model=model,
-                on=on,
-                quant=row["weight_format"],
-                engine="llama.cpp",
-                prompt=prompt,
-                gen=gen,
-            )
+            options = _llama_cpp(model, on, row["weight_format"], prompt, gen)
             skip = why_hw or why_model or ("not measured (blank)" if not value else "")
             if column.endswith("fa1") and not skip:
                 skip = "flash-attention run: rigwise models llama.cpp's default (fa off)"
@@ -191,15 +189,7 @@ def _read_llama_bench(
         if not skip and not oom and "Dec 2023" in row["hardware_section"] and count > 1:
             skip = "Dec 2023 multi-GPU run predates llama.cpp's layer split default"
         label = f"{row['gpu']} x{count} {row['model']} {row['weight_format']} {row['test']}"
-        options = dict(
-            model=model,
-            on=on,
-            quant=row["weight_format"],
-            engine="llama.cpp",
-            prompt=prompt,
-            gen=gen,
-            context=tokens,
-        )
+        options = _llama_cpp(model, on, row["weight_format"], prompt, gen, context=tokens)
         build = _build_date(row.get("engine", ""))
         if build:
             options["engine_build"] = build
