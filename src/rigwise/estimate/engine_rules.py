@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from rigwise.catalog.loader import read_csv
 from rigwise.catalog.match import glob_match
 from rigwise.hardware import Accelerator
-from rigwise.models import ModelSpec
+from rigwise.models import ModelSpec, kv_cache_format
 from rigwise.units import GiB
 
 
@@ -123,12 +123,12 @@ def kv_violation(engine: str, kv_dtype: str) -> Violation | None:
     """A KV-cache dtype the engine has no option for (``kv_dtype`` rows list the ones it has),
     bad input whatever the layout: vLLM's --kv-cache-dtype takes auto (the model's 16-bit) or
     fp8, not llama.cpp's q4_0."""
-    from rigwise.models.quant import kv_cache_format
-
     name = kv_cache_format(kv_dtype).name.lower()
     for rule in _active(engine):
+        if rule.kind != "kv_dtype":
+            continue
         allowed = _globs(rule.value)
-        if rule.kind == "kv_dtype" and name not in allowed:
+        if name not in allowed:
             return Violation(
                 rule.name,
                 f"--engine {engine} keeps its KV cache in {', '.join(allowed)}; not {kv_dtype}.",
