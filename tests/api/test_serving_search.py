@@ -52,3 +52,11 @@ def test_a_mixed_cluster_counts_the_layouts_a_node_cannot_hold(tmp_path: Path) -
     found = search_serving_layouts(model="llama-3.1-8b", cluster=str(path))
     assert found.rejected["layout does not fit every node"] > 0
     assert found.best_aggregated is not None and found.best_aggregated["tp"] == 1
+
+
+def test_the_result_says_whether_slos_were_given() -> None:
+    # the CLI says "meet the SLOs" from this field, not from the rejection reasons' text
+    plain = search_serving_layouts(model="llama-3.1-8b", on="h100-sxm")
+    limited = search_serving_layouts(model="llama-3.1-8b", on="h100-sxm", slo_tpot="1ms")
+    assert not plain.slos_given and limited.slos_given
+    assert limited.feasible == 0 and "slos_given" not in limited.to_dict()

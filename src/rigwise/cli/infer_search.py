@@ -48,8 +48,7 @@ def render_search(found: Any) -> None:
     from rigwise.units import format_seconds
 
     out = console()
-    # rejections "TTFT/TPOT over the SLO" are counted (0 or more) exactly when an SLO is given
-    slos = any(reason.endswith("over the SLO") for reason in found.rejected)
+    slos = found.slos_given
     out.print(
         f"{found.generated:,} layouts in {found.seconds * 1e3:.0f} ms "
         f"({found.generated / max(found.seconds, 1e-9):,.0f}/s; catalog lookup "

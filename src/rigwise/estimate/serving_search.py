@@ -91,6 +91,7 @@ class ServingSearchResult:
     seconds: float  # the sweep: generate, estimate, choose
     notes: tuple[str, ...] = field(default=())
     lookup_seconds: float = 0.0  # reading the model and hardware from the catalog
+    slos_given: bool = False  # a TTFT or TPOT limit was set: 'feasible' counts layouts meeting it
 
     @property
     def fits(self) -> bool:
@@ -300,6 +301,10 @@ def frontier(per_gpu: np.ndarray, per_user: np.ndarray) -> np.ndarray:
     return order[keep]
 
 
+def _slos(request: SearchRequest) -> bool:
+    return request.slo_ttft_s is not None or request.slo_tpot_s is not None
+
+
 def search_serving(
     shapes: list[Shape],
     links: tuple[Link | None, Link | None],
@@ -322,8 +327,9 @@ def search_serving(
             if found is not None:
                 blocks.add(_meta("disaggregated", dec, pre), found)
     if not blocks.arrays:
-        return ServingSearchResult((), None, None, sum(rejected.values()), 0, rejected,
-                                   time.perf_counter() - started)  # fmt: skip
+        seconds = time.perf_counter() - started
+        return ServingSearchResult((), None, None, sum(rejected.values()), 0, rejected, seconds,
+                                   slos_given=_slos(request))  # fmt: skip
     _STEPS.clear()
     table = blocks.table()
     generated = int(table["block"].size) + sum(rejected.values())
@@ -357,4 +363,5 @@ def search_serving(
         feasible=int(index.size),
         rejected=dict(rejected),
         seconds=time.perf_counter() - started,
+        slos_given=_slos(request),
     )
