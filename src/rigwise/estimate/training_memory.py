@@ -14,7 +14,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from rigwise.estimate.compute import TrainingFactors
-from rigwise.estimate.training_fsdp import grads_absent_at_peak, master_shard_bytes
+from rigwise.estimate.training_fsdp import (
+    grads_absent_at_peak,
+    late_unsharded_bytes,
+    master_shard_bytes,
+)
 from rigwise.estimate.training_layout import Geometry, LayoutArrays, Workload
 
 ACT_BYTES = 2.0  # bf16/fp16 activations (fp8 training keeps activations in bf16)
@@ -384,14 +388,16 @@ def memory_per_gpu(
 ) -> MemoryArrays:
     weights, grads, optimizer = state_memory(geo, work, lay)
     activations = activation_memory(geo, work, lay)
-    # The activation peak comes as the backward starts (every stored layer and the logits
-    # alive); block gradients appear only once the logits and the top layer's stored
-    # activations are freed, so they raise the peak only by what exceeds those (as do PyTorch
-    # FSDP's gradient shards, made during the backward from the other activations freed).
-    per_layer, _, logits = _layer_terms(geo, work, lay)
-    freed = np.minimum(_block_grads(geo, work, lay), per_layer + logits)
+    # The peak comes as the backward starts; what FSDP gathers or makes unsharded after the
+    # loss's backward raises it only by what exceeds it (training_fsdp.late_unsharded_bytes;
+    # reported as gradients first, then gathered weights), as do PyTorch FSDP's gradient
+    # shards, made during the backward from the other activations freed.
+    late_w, late_g, over = late_unsharded_bytes(geo, work, lay, _layer_terms(geo, work, lay))
+    weights = weights - late_w + np.maximum(over - late_g, 0.0)
     g = stage_params(geo, lay) * grad_bytes(work.precision, work.pure_bf16) / (lay.dp * lay.cp)
-    grads = grads - freed - grads_absent_at_peak(work, lay, g, activations - freed)
+    traded = late_w + late_g - over  # the late parts that took the place of activations
+    grads = grads - late_g + np.minimum(over, late_g)
+    grads = grads - grads_absent_at_peak(work, lay, g, activations - traded)
     allocated = weights + grads + optimizer + activations
     outside = factors.outside_allocator_bytes(lay.tp * lay.pp * lay.dp * lay.cp) + 0.0 * allocated
     other = outside + factors.fragmentation_fraction * allocated  # + the allocator's slack
