@@ -225,53 +225,21 @@ def test_fsdp_holds_two_blocks_and_the_root_unit_unsharded() -> None:
     assert float(optimizer[0]) == 0.0
 
 
-def test_block_and_head_gradients_take_the_place_of_freed_activations_at_the_peak() -> None:
-    # The unsharded gradients of two blocks and of the output head appear once the loss's
-    # backward has freed the logits: with 8192-token sequences (GBs of logits) they do not
-    # raise the peak; with 16 tokens and no vocabulary all of them count.
+def test_block_gradients_take_the_place_of_freed_activations_at_the_peak() -> None:
+    # Block gradients appear once the logits and the top layer's activations are freed: with
+    # 8192-token sequences (GBs of both) they do not raise the peak; with 16 tokens and no
+    # vocabulary nearly all of them count.
     factors = training_factors("h100-sxm")
     work = Workload(method="full", pure_bf16=True)
-    base = geometry(llama())
-    layer, head = base.layer_params_total(), base.head_params
+    layer = geometry(llama()).layer_params_total()
     for seq, vocab, counted in ((8192, None, 0.0), (16, 0, 1.0)):
-        geo = base if vocab is None else dataclasses.replace(base, vocab=vocab)
+        geo = geometry(llama())
+        geo = geo if vocab is None else dataclasses.replace(geo, vocab=vocab)
         seq_work = dataclasses.replace(work, seq_len=seq)
         lay = arrays(dp=8, zero=3, recompute="full")
         state = float(state_memory(geo, seq_work, lay)[1][0])
         at_peak = float(memory_per_gpu(geo, seq_work, lay, factors).gradients[0])
-        expected = (1 - counted) * (4 * layer + 2 * head)
-        assert state - at_peak == pytest.approx(expected, abs=0.01 * layer)
-
-
-def test_no_block_is_gathered_as_the_loss_backward_runs_when_every_block_reshards() -> None:
-    """torchtitan after PR #1094 (the Aug 2025 B200 runs): every block resharded after the
-    forward, the loss outside the FSDP units, so as the compiled loss's backward runs (bf16
-    logits and their bf16 gradient, 4 bytes per logit) a GPU holds its fp32 shards and Adam
-    moments (4 + 8 bytes per parameter / 8), the unsharded output head (7/8 of it beside its
-    shard) and the activations: no gathered block (FSDP2 gathers a unit in the pre-backward
-    hook on its output's gradient) and no head gradient (the head's backward comes after)."""
-    geo = geometry(llama())
-    work = Workload(
-        seq_len=8192,
-        global_batch=8,
-        selective_policy="op",
-        compiled_loss=True,
-        embedding_own_unit=True,
-        torch_fsdp=True,
-    )
-    lay = arrays(dp=8, zero=3, recompute="selective", micro_batch=1, global_batch=8)
-    mem = memory_per_gpu(geo, work, lay, training_factors("b200"))
-    state = geo.params_total * (4.0 + 8.0) / 8 + geo.head_params * 2.0 * 7 / 8
-    allocated = float(mem.weights[0] + mem.gradients[0] + mem.optimizer[0])
-    assert float(mem.gradients[0]) == 0.0
-    assert allocated == pytest.approx(state, rel=1e-9)
-    assert float(activation_memory(geo, work, lay)[0]) > 8192 * 128256 * 4.0
-    # Before PR #1094 torchtitan kept the last block unsharded from the forward: one more block.
-    old = dataclasses.replace(work, embedding_own_unit=False)
-    old_weights = float(memory_per_gpu(geo, old, lay, training_factors("b200")).weights[0])
-    embedding = geo.embedding_params * 2.0 * 7 / 8
-    block = geo.layer_params_total() * 2.0
-    assert old_weights - float(mem.weights[0]) == pytest.approx(embedding + block, rel=1e-9)
+        assert state - at_peak == pytest.approx((1 - counted) * 4 * layer, abs=0.01 * layer)
 
 
 def test_memory_total_adds_reserved_bytes_and_fragmentation() -> None:
@@ -319,17 +287,13 @@ def test_embedding_in_its_own_fsdp_unit_is_resharded_after_the_forward() -> None
     # torchtitan PR #1094 wraps tok_embeddings in a unit of its own, resharded after the
     # forward: the peak keeps only its 1/8 shard. Llama 3.1 8B embedding: 128256 x 4096 =
     # 525,336,576 bf16 parameters = 1,050,673,152 bytes whole, 131,334,144 as a 1/8 shard.
-    # The same change reshards the last block after the forward: with 8192-token sequences the
-    # peak comes as the loss's backward runs, before any block is gathered again, so one bf16
-    # block less (218,112,128 parameters: 436,224,256 bytes).
     geo, work = geometry(llama()), Workload(method="full", seq_len=8192)
     lay = arrays(dp=8, zero=3, recompute="full")
     own = dataclasses.replace(work, embedding_own_unit=True)
     factors = training_factors("h100-sxm")
     root = memory_per_gpu(geo, work, lay, factors)
     split = memory_per_gpu(geo, own, lay, factors)
-    assert geo.layer_params_total() == 218_112_128
-    saved = 1_050_673_152 - 131_334_144 + 436_224_256
+    saved = 1_050_673_152 - 131_334_144
     assert float(root.weights[0] - split.weights[0]) == pytest.approx(saved)
     # Allocator slack is a fraction of the allocated bytes, so the total saves that share too.
     slack = 1 + factors.fragmentation_fraction

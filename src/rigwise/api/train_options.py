@@ -95,8 +95,7 @@ class TrainOptions(BaseModel):
     fused_loss: bool = False
     """Cross-entropy fused with the output projection (Cut Cross-Entropy: no logits kept)."""
     embedding_own_unit: bool = False
-    """FSDP wraps the embedding in its own unit and reshards every block after the forward
-    (torchtitan since PR #1094)."""
+    """FSDP wraps the embedding in its own unit, resharded after the forward (torchtitan)."""
     torch_fsdp: bool = False
     """ZeRO-3 by PyTorch FSDP: fp32 shards are the master weights; gradients freed per step."""
     paged_optimizer: bool | None = None

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rigwise.estimate.training_layout import Geometry, LayoutArrays, Workload
+from rigwise.estimate.training_layout import LayoutArrays, Workload
 
 MASTER_BYTES = 4.0  # the fp32 shard: the parameter FSDP keeps and the optimizer steps
 
@@ -52,47 +52,3 @@ def grads_absent_at_peak(
     live = (lay.zero >= 3) & (lay.pp == 1) & applies
     absent: np.ndarray = np.where(live, np.minimum(shard_grads, activations), 0.0)
     return absent
-
-
-def late_unsharded_bytes(
-    geo: Geometry,
-    work: Workload,
-    lay: LayoutArrays,
-    layer_terms: tuple[np.ndarray, np.ndarray, np.ndarray],
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(weights, gradients, over) bytes: what ``state_memory`` holds unsharded under FSDP that
-    the backward makes only after its first step, and by how much those raise the peak.
-
-    The activation peak is where the backward starts: every stored layer and the loss's
-    working set on the logits alive. Nothing else is gathered or made yet: FSDP unshards a
-    unit in its pre-backward hook, which fires on the gradient of the unit's output (FSDP2
-    ``FSDPState._register_pre_backward_hook``: ``t.register_hook(self._pre_backward)``), so the
-    blocks are gathered (the one computing and the prefetched one) once the loss's backward has
-    run, and the output head's gradient is made by the head's backward after it. Only the
-    blocks FSDP kept unsharded from the forward are there: the last one where it is not
-    resharded (FSDP prefetches it at once; torchtitan before PR #1094), none where every block
-    is (torchtitan's PR #1094, the one that gives the embedding a unit of its own, reshards the
-    last block too: ``reshard_after_forward`` for all ``model.layers``). Later, two states
-    compete with that peak: the head's backward (the bf16 gradient of the logits, the head's
-    gradient and the first block gathered) and the top block's (two blocks gathered, their
-    gradients and the head's, with the top layer's stored activations freed); they raise the
-    peak only by what they exceed it. ``layer_terms`` is ``training_memory._layer_terms``
-    (under full recompute the working set of the recomputed layer stays counted with the
-    stored activations, as ``activation_memory`` counts it, though it is alive only in a
-    block's backward).
-    """
-    per_layer, _, logits = layer_terms
-    tp = lay.tp.astype(float)
-    layer = geo.layer_params_total() / tp * 2.0  # one bf16 block, gathered or its gradient
-    head = geo.head_params / tp * 2.0
-    live = (lay.zero >= 3) & (lay.pp == 1) & work.trains_base
-    kept = 0.0 if work.embedding_own_unit else layer
-    tokens = lay.micro_batch * work.seq_len / lay.cp
-    logit_grads = np.minimum(logits, tokens * geo.vocab * 2.0 / tp)  # bf16, as the head's input
-    head_backward = logit_grads + head + layer
-    top_block = 2 * layer + head + 2 * layer - per_layer
-    over = np.maximum(np.maximum(head_backward, top_block) - logits - kept, 0.0)
-    zero = 0.0 * per_layer
-    weights: np.ndarray = np.where(live, 2 * layer - kept, zero)
-    grads: np.ndarray = np.where(live, head + 2 * layer, zero)
-    return weights, grads, np.where(live, over, zero)

@@ -61,9 +61,7 @@ class Workload:
     compiled_loss: bool = False
     # FSDP wraps the token embedding in a unit of its own, resharded after the forward
     # (torchtitan since PR #1094, 2025-07-28): only the final norm and output head stay
-    # unsharded between the forward and the backward, not the embedding. The same change
-    # reshards the last block after the forward too (before it, torchtitan kept that one), so
-    # no block is gathered as the loss's backward runs (training_fsdp.late_unsharded_bytes).
+    # unsharded between the forward and the backward, not the embedding.
     embedding_own_unit: bool = False
     # ZeRO-3 is PyTorch FSDP (FSDP1 or FSDP2 fully_shard) with a mixed-precision policy: each
     # shard stays in the parameters' fp32 and is what the optimizer steps (no 2-byte copy),

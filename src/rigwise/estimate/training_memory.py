@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rigwise.estimate import training_fsdp as fsdp
 from rigwise.estimate.compute import TrainingFactors
+from rigwise.estimate.training_fsdp import grads_absent_at_peak, master_shard_bytes
 from rigwise.estimate.training_layout import Geometry, LayoutArrays, Workload
 
 ACT_BYTES = 2.0  # bf16/fp16 activations (fp8 training keeps activations in bf16)
@@ -190,7 +190,7 @@ def state_memory(
         return _adapter_state(geo, work, lay, params, shards)
     opt_bytes = optimizer_bytes(work.optimizer, work.pure_bf16)
     gathered, unsharded_grads = _unsharded_extra(geo, work, lay, shards)
-    master = fsdp.master_shard_bytes(work, lay, params / shards)  # FSDP: the fp32 shard
+    master = master_shard_bytes(work, lay, params / shards)  # FSDP: the fp32 shard (training_fsdp)
     weights = np.where(lay.zero >= 3, params * WEIGHT_BYTES / shards, params * WEIGHT_BYTES)
     weights = np.where(master > 0, master, weights) + gathered
     g = grad_bytes(work.precision, work.pure_bf16)
@@ -384,14 +384,14 @@ def memory_per_gpu(
 ) -> MemoryArrays:
     weights, grads, optimizer = state_memory(geo, work, lay)
     activations = activation_memory(geo, work, lay)
-    # The peak comes as the backward starts: what comes later counts by what exceeds it (FSDP's
-    # gathered blocks, gradients and gradient shards: training_fsdp). Gradients first, then weights.
-    late_w, late_g, over = fsdp.late_unsharded_bytes(geo, work, lay, _layer_terms(geo, work, lay))
-    weights = weights - late_w + np.maximum(over - late_g, 0.0)
+    # The activation peak comes as the backward starts (every stored layer and the logits
+    # alive); block gradients appear only once the logits and the top layer's stored
+    # activations are freed, so they raise the peak only by what exceeds those (as do PyTorch
+    # FSDP's gradient shards, made during the backward from the other activations freed).
+    per_layer, _, logits = _layer_terms(geo, work, lay)
+    freed = np.minimum(_block_grads(geo, work, lay), per_layer + logits)
     g = stage_params(geo, lay) * grad_bytes(work.precision, work.pure_bf16) / (lay.dp * lay.cp)
-    traded = late_w + late_g - over  # the late parts that took the place of activations
-    grads = grads - late_g + np.minimum(over, late_g)
-    grads = grads - fsdp.grads_absent_at_peak(work, lay, g, activations - traded)
+    grads = grads - freed - grads_absent_at_peak(work, lay, g, activations - freed)
     allocated = weights + grads + optimizer + activations
     outside = factors.outside_allocator_bytes(lay.tp * lay.pp * lay.dp * lay.cp) + 0.0 * allocated
     other = outside + factors.fragmentation_fraction * allocated  # + the allocator's slack
