@@ -23,6 +23,7 @@ from rigwise.models.checks import (
     check_spec,
     config_int,
 )
+from rigwise.models.gguf_header import check_header
 from rigwise.models.spec import ModelSpec, MoESpec
 
 
@@ -50,6 +51,7 @@ def _open(path: Path) -> Any:
             f"{path}: not a GGUF file (it starts with {magic!r}, a GGUF file with b'GGUF').",
             hint="Give a .gguf model file or an HF config.json.",
         )
+    check_header(path)  # the reader loops for ever on an array longer than the file
     try:
         return gguf.GGUFReader(str(path), "r")
     except Exception as exc:  # the reader raises ValueError, IndexError, struct/numpy errors
