@@ -60,6 +60,9 @@ def test_a_later_import_replaces_the_same_row_and_keeps_others(store: Path) -> N
         ("gpu,rtx-3090,used,500,yesterday,x", InputError),
         ("gpu,rtx 4900,used,500,2026-11-01,x", UnknownNameError),
         ("part,psu-1000w,rent,1,2026-11-01,x", InputError),
+        ("gpu,rtx-3090,used,nan,2026-11-01,x", InputError),
+        ("gpu,rtx-3090,used,500,2099-11-01,x", InputError),
+        ("gpu,rtx-3090,used,500,2026-11-01,eBay,sold", InputError),
     ],
 )
 def test_bad_rows_are_input_errors_naming_the_line(store: Path, row: str, error: type) -> None:
@@ -77,3 +80,30 @@ def test_the_cli_imports_and_shows(store: Path) -> None:
     assert result.exit_code == 0 and "imported 1 price(s)" in result.output
     shown = CliRunner().invoke(cli, ["prices", "show"])
     assert "rtx-3090" in shown.output and "0.29/h" in shown.output and "2026-11-20" in shown.output
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (HEADER.encode() + b"gpu,rtx-3090,used,700,2026-10-01,\xff\xfe\n", "is not UTF-8 text"),
+        (HEADER.encode() + b"gpu,rtx-3090,used,700,2026-10-01,a\x00\n", "contains NUL bytes"),
+        (
+            HEADER.encode() + b"gpu,rtx-3090,used,nan,2026-10-01,a\n",
+            "'nan': Input should be a finite",
+        ),
+        (HEADER.encode() + b"gpu,rtx-3090,used,700,9999-01-01,a\n", "9999-01-01 is in the future"),
+        (
+            HEADER.encode() + b"gpu,rtx-3090,used,700,2026-10-01,eBay, sold\n",
+            "7 fields, the header",
+        ),
+    ],
+)
+def test_the_cli_names_a_bad_file_and_exits_2(store: Path, content: bytes, message: str) -> None:
+    """Before: a non-UTF-8 file was an internal error (exit 70), NUL bytes and a row with a
+    stray comma were imported (the fields past the header dropped), a NaN price said 'less than
+    10000000' and a price dated 9999 was stored."""
+    bad = store / "bad.csv"
+    bad.write_bytes(content)
+    result = CliRunner().invoke(cli, ["prices", "import", str(bad)])
+    assert result.exit_code == 2 and message in result.stderr, result.output
+    assert "Traceback" not in result.output and user_prices() == {}

@@ -21,9 +21,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from rigwise.errors import InputError, validation_message
+from rigwise.errors import InputError, shown_value, validation_message
 from rigwise.hardware import Accelerator
 from rigwise.serialize import JsonObject
+from rigwise.validate_input import read_user_text
 
 DATA_DIR_ENV = "RIGWISE_DATA_DIR"  # shared with rigwise.bench.calibration
 STORE = "prices.csv"
@@ -40,7 +41,7 @@ class PriceRow(BaseModel):
     kind: Literal["gpu", "part"]
     id: str = Field(min_length=1, max_length=200)
     condition: Literal["new", "used", "rent"]
-    usd: float = Field(gt=0, lt=10_000_000)
+    usd: float = Field(gt=0, lt=10_000_000, allow_inf_nan=False)
     date: dt.date
     source: str = Field(min_length=1, max_length=500)
 
@@ -48,6 +49,15 @@ class PriceRow(BaseModel):
     @classmethod
     def _strip(cls, value: Any) -> Any:
         return value.strip() if isinstance(value, str) else value
+
+    @field_validator("date")
+    @classmethod
+    def _seen(cls, value: dt.date) -> dt.date:
+        # a price is what was seen on a day: one dated later than tomorrow (any time zone) is a
+        # typo, and would stay "fresh" for every --max-price-age
+        if value > dt.date.today() + dt.timedelta(days=1):
+            raise ValueError(f"{value.isoformat()} is in the future; give the day it was seen")
+        return value
 
 
 @dataclass(frozen=True)
@@ -85,6 +95,12 @@ def _read_rows(text: str, where: str) -> list[UserPrice]:
     for number, raw in enumerate(reader, start=2):
         if number > MAX_ROWS + 1:
             raise InputError(f"{where}: more than {MAX_ROWS} rows.", hint="Split the file.")
+        if raw.get(None):  # csv puts the fields past the header's under None: they were lost
+            raise InputError(
+                f"{where}, line {number}: {len(COLUMNS) + len(raw[None])} fields, the header "
+                f"has {len(COLUMNS)} (extra: {shown_value(','.join(raw[None]), 80)}).",
+                hint='Quote a field that holds a comma: "eBay, sold listings".',
+            )
         values = {k: (raw.get(k) or "").strip() for k in COLUMNS}
         try:
             row = PriceRow.model_validate(values)
@@ -124,18 +140,15 @@ def user_prices() -> dict[tuple[str, str, str], UserPrice]:
 
 @functools.lru_cache(maxsize=4)
 def _load(path: str, mtime_ns: int) -> dict[tuple[str, str, str], UserPrice]:
-    rows = _read_rows(Path(path).read_text(encoding="utf-8"), path)
+    rows = _read_rows(read_user_text(path, "price store", max_bytes=MAX_FILE_BYTES), path)
     return {(r.kind, r.id, r.condition): r for r in rows}
 
 
 def import_prices(path: str | Path) -> tuple[UserPrice, ...]:
     """Add the rows of ``path`` to the store (replacing same kind, id and condition)."""
     source = Path(path)
-    if not source.is_file():
-        raise InputError(f"No price file at {str(source)!r}.", hint="Give a CSV file path.")
-    if source.stat().st_size > MAX_FILE_BYTES:
-        raise InputError(f"{source} is larger than {MAX_FILE_BYTES:,} bytes.", hint="Split it.")
-    rows = _check_ids(_read_rows(source.read_text(encoding="utf-8"), str(source)))
+    text = read_user_text(source, "price file", max_bytes=MAX_FILE_BYTES)
+    rows = _check_ids(_read_rows(text, str(source)))
     merged = user_prices()
     merged.update({(r.kind, r.id, r.condition): r for r in rows})
     target = store_path()
