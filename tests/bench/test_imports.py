@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
-from rigwise.bench.imports import parse
+from rigwise.bench.imports import import_file, parse
 from rigwise.errors import InputError
 
 
@@ -47,3 +48,37 @@ def test_good_rows_still_read() -> None:
         ("prefill", 512, 7904.0),
         ("decode", 128, 133.5),
     ]  # the pp+tg test has no single phase: skipped as before
+
+
+@pytest.mark.parametrize(
+    ("line", "says"),
+    [
+        # before: the pattern took the digits before 'e': 1e400 tok/s was read as 1.0 tok/s
+        ("eval rate: 1e400 tokens/s", "Ollama eval rate = '1e400' is not a finite"),
+        # before: '-3' and 'nan' did not match at all: 'Not a llama-bench ... file'
+        ("eval rate: -3 tokens/s", "Ollama eval rate = '-3' is not a finite"),
+        ("eval rate: nan tokens/s", "Ollama eval rate = 'nan' is not a finite"),
+        # before: 26.5 prompt tokens became 26
+        (
+            "prompt eval count: 26.5 token(s)\nprompt eval rate: 200 tokens/s",
+            "= '26.5' is not a whole",
+        ),
+    ],
+)
+def test_an_ollama_number_is_read_whole_or_refused(line: str, says: str) -> None:
+    with pytest.raises(InputError, match=re.escape(says)):
+        parse(line + "\n")
+
+
+def test_a_deeply_nested_llama_bench_file_is_bad_input() -> None:
+    # before: RecursionError in json.loads, exit 70
+    with pytest.raises(InputError, match="nests deeper than 64 levels"):
+        parse("[" * 100_000 + "]" * 100_000)
+
+
+def test_a_file_that_is_not_text_is_named(tmp_path: Path) -> None:
+    # before: bytes decoded with replacement characters, then 'Not a llama-bench JSON/CSV file'
+    path = tmp_path / "bench.json"
+    path.write_bytes(b'[{"gpu_info": "\xff"}]')
+    with pytest.raises(InputError, match="is not UTF-8 text"):
+        import_file(path, on="rtx-4090", model="llama-3.1-8b", quant=None, save=False)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -25,11 +24,12 @@ from typing import Any
 
 from rigwise.bench.calibration import EFFICIENCY_BOUNDS
 from rigwise.errors import InputError, RigwiseError, shown_value
+from rigwise.validate_input import load_json, read_user_text
 
 ENGINE = "llama.cpp"
 _K_QUANT = re.compile(r"\b(Q\d_K)\s*-\s*(Small|Medium|Large)\b", re.IGNORECASE)
 _PLAIN_QUANT = re.compile(r"\b(I?Q\d_[A-Z0-9_]+|F16|BF16|F32)\b", re.IGNORECASE)
-_OLLAMA = re.compile(r"^\s*(prompt eval rate|eval rate|prompt eval count)\s*:\s*([\d.]+)", re.M)
+_OLLAMA = re.compile(r"^\s*(prompt eval rate|eval rate|prompt eval count)\s*:\s*(\S+)", re.M)
 
 
 @dataclass(frozen=True)
@@ -126,16 +126,13 @@ def parse(text: str) -> tuple[str, list[Rate]]:
     """(format, rates) of a llama-bench JSON/CSV or Ollama --verbose text."""
     stripped = text.strip()
     if stripped.startswith("["):
-        try:
-            data = json.loads(stripped)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"Not valid llama-bench JSON: {exc}.") from exc
+        data = load_json(stripped, "llama-bench JSON", allow_constants=True)  # nesting bounded
         return "llama-bench json", _llama_bench_rows([r for r in data if isinstance(r, dict)])
     if stripped.splitlines() and "avg_ts" in stripped.splitlines()[0]:
         return "llama-bench csv", _llama_bench_rows(list(csv.DictReader(io.StringIO(stripped))))
     ollama = "Save what `ollama run MODEL --verbose` prints after an answer, unedited."
     found = {
-        name: _number(value, f"Ollama {name}", hint=ollama)
+        name: _number(value, f"Ollama {name}", whole=name.endswith("count"), hint=ollama)
         for name, value in _OLLAMA.findall(stripped)
     }
     if "eval rate" in found or "prompt eval rate" in found:
@@ -193,9 +190,7 @@ def import_file(
     from rigwise.hardware import parse_node
     from rigwise.probe.matching import find_accelerator
 
-    if not path.is_file():
-        raise InputError(f"No file {str(path)!r}.", hint="Give a llama-bench or Ollama output.")
-    kind, rates = parse(path.read_text(encoding="utf-8", errors="replace")[:2_000_000])
+    kind, rates = parse(read_user_text(path, "benchmark output file"))
     if not rates:
         raise InputError(f"{path.name}: no pp/tg rates found in this {kind} file.")
     hint = next((r.device_hint for r in rates if r.device_hint), "")
