@@ -102,3 +102,24 @@ def test_monitor_json_snapshot() -> None:
     data = json.loads(output)
     assert data["gpus"][1]["power_watts"] == 410.5
     assert data["host"]["memory_total_bytes"] > 0
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        # before: exit 70 'internal error at socketserver.py:472: OverflowError: bind()'
+        (["monitor", "--port", "99999"], "99999 is not in the range 0<=x<=65535"),
+        # before: the live view probed the GPUs in a busy loop (no sleep) until Ctrl-C
+        (["monitor", "--interval", "0"], "--interval 0 is out of range"),
+        (["monitor", "--interval", "0.01", "--json"], "--interval 0.01 is out of range"),
+        (["oi", "run", "--metrics-port", "70000"], "70000 is not in the range 0<=x<=65535"),
+        (["grid", "up", "--port", "99999"], "99999 is not in the range 0<=x<=65535"),
+        (["grid", "up", "--ray-port", "65536"], "65536 is not in the range 0<=x<=65535"),
+    ],
+)
+def test_a_port_or_refresh_interval_out_of_range_is_bad_input(
+    capsys: pytest.CaptureFixture[str], args: list[str], says: str
+) -> None:
+    code = main(args)  # nothing is started: the option is refused first
+    out, err = capsys.readouterr()
+    assert code == 2 and says in out + err and "Traceback" not in out + err

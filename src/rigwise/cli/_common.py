@@ -294,6 +294,7 @@ def _answer(number: int, outcome: Any) -> tuple[Any, int]:
 
 
 MAX_OPTION_INT = 2**53  # the largest integer a float (and JSON) holds exactly
+PORT = click.IntRange(0, 65535)  # a TCP port option (0 = any free one); bind() overflows past it
 
 
 class FiniteNumber(click.ParamType):

@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from rigwise.cli import grid_results
-from rigwise.cli._common import print_json
+from rigwise.cli._common import PORT, print_json
 from rigwise.cli.grid_common import cell, client_options, grid_client, table
 
 
@@ -26,10 +26,10 @@ def grid() -> None:
 @grid.command()
 @click.option("--data-dir", default="./rigwise-grid", show_default=True, help="State folder.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Grid network address.")
-@click.option("--port", default=8765, show_default=True, help="API port.")
+@click.option("--port", default=8765, show_default=True, type=PORT, help="API port.")
 @click.option("--db", "db_url", default=None, help="Database URL (default SQLite in data dir).")
 @click.option("--ray-address", default=None, help="Attach to this Ray head instead.")
-@click.option("--ray-port", default=6380, show_default=True, help="Ray head port.")
+@click.option("--ray-port", default=6380, show_default=True, type=PORT, help="Ray head port.")
 @click.option("--replicas", default=2, show_default=True, help="Copies of each dataset chunk.")
 @click.option("--policy", "policy_file", default=None, help="Admission policy YAML.")
 @click.option("--store", "stores", multiple=True, help="Dataset store directory (NAS mount).")

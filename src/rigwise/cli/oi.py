@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-from rigwise.cli._common import EXIT_INFEASIBLE, fail, print_json
+from rigwise.cli._common import EXIT_INFEASIBLE, PORT, fail, print_json
 from rigwise.cli.oi_experiments import (  # the options are shared with the experiments group
     _existing_store,
     _store,
@@ -151,7 +151,7 @@ def init(db: str | None, as_json: bool) -> None:
 )
 @click.option(
     "--metrics-port",
-    type=int,
+    type=PORT,
     default=None,
     help="Serve Prometheus metrics of the store on this port while running.",
 )

@@ -6,10 +6,11 @@ from typing import Any
 
 import click
 
-from rigwise.cli._common import console, print_json
+from rigwise.cli._common import PORT, console, fail, print_json
 from rigwise.units import format_bytes, format_flops, format_rate, format_seconds
 
 DEFAULT_MONITOR_PORT = 9847
+MIN_INTERVAL_S, MAX_INTERVAL_S = 0.1, 3600
 
 
 def _fmt(value: float | None, unit: str) -> str:
@@ -286,7 +287,7 @@ def bench_history(limit: int, as_json: bool) -> None:
     "--port",
     default=DEFAULT_MONITOR_PORT,
     show_default=True,
-    type=int,
+    type=PORT,
     help="Port of the Prometheus endpoint (0 = any free port).",
 )
 @click.option(
@@ -296,7 +297,10 @@ def bench_history(limit: int, as_json: bool) -> None:
     help="Address to listen on (0.0.0.0 to let a Prometheus server on the network scrape).",
 )
 @click.option(
-    "--interval", default=1.0, show_default=True, help="Seconds between screen refreshes."
+    "--interval",
+    default=1.0,
+    show_default=True,
+    help=f"Seconds between screen refreshes ({MIN_INTERVAL_S} to {MAX_INTERVAL_S:,}).",
 )
 @click.option("--no-live", is_flag=True, help="Serve metrics without the terminal view.")
 @click.option("--json", "as_json", is_flag=True, help="Print one snapshot as JSON and exit.")
@@ -308,6 +312,11 @@ def monitor(port: int, host: str, interval: float, no_live: bool, as_json: bool)
     from rigwise.monitor import snapshot
     from rigwise.probe import default_backend
 
+    if not MIN_INTERVAL_S <= interval <= MAX_INTERVAL_S:  # 0 probes the GPUs in a busy loop
+        fail(
+            f"--interval {interval:g} is out of range.",
+            hint=f"Use {MIN_INTERVAL_S} to {MAX_INTERVAL_S:,} seconds, e.g. --interval 1.",
+        )
     backend = default_backend()
     if as_json:
         print_json(snapshot(backend).to_dict())
