@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from rigwise.errors import ModelFormatError, UnknownNameError
+from rigwise.errors import InputError, ModelFormatError, UnknownNameError
 from rigwise.models import load_model
 from rigwise.models.catalog import catalog_entries
 
@@ -156,3 +156,28 @@ def test_falcon_7b_counts_every_tensor_of_the_checkpoint(tmp_path: Path) -> None
     spec = load_model(_write(tmp_path, config))
     assert spec.params_total == expected
     assert spec.num_kv_heads == 1 and spec.tie_word_embeddings
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        # before: read as a 5.9 B model (7 KV heads cannot each serve a group of 32 heads)
+        ({"num_key_value_heads": 7}, "'num_kv_heads' = 7 does not divide num_attention_heads = 32"),
+        # before: "key 'params_active' = 435263115264 is not within params_total": not a key
+        # of the file; the top-k is
+        ({"num_local_experts": 8, "num_experts_per_tok": 100}, "'experts_per_token' = 100"),
+    ],
+)
+def test_inconsistent_head_and_expert_counts_name_the_key(
+    tmp_path: Path, change: dict[str, int], says: str
+) -> None:
+    config = {**_config("mixtral-8x7b"), **change}
+    with pytest.raises(ModelFormatError, match=says):
+        load_model(_write(tmp_path, config))
+
+
+@pytest.mark.parametrize("name", ["", "  "])
+def test_an_empty_model_name_says_so(name: str) -> None:
+    # before: '' was the path '.': "Model file 'config.json' does not exist"
+    with pytest.raises(InputError, match="Empty model name"):
+        load_model(name)

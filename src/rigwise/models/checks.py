@@ -118,15 +118,22 @@ def check_spec(spec: ModelSpec, origin: str) -> ModelSpec:
     }
     for name, (low, high) in bounds.items():
         config_int(getattr(spec, name), name, origin, low, high)
+    if spec.num_attention_heads % spec.num_kv_heads:  # each KV head serves a group of heads
+        raise _bad(
+            origin,
+            "num_kv_heads",
+            spec.num_kv_heads,
+            f"does not divide num_attention_heads = {spec.num_attention_heads}",
+        )
+    if spec.moe is not None:  # before the parameter counts: top-k > experts inflates active
+        config_int(spec.moe.num_experts, "num_experts", origin, 1, MAX_EXPERTS)
+        config_int(spec.moe.experts_per_token, "experts_per_token", origin, 0, spec.moe.num_experts)
+        config_int(spec.moe.expert_intermediate_size, "expert_intermediate_size", origin, 0,
+                   MAX_WIDTH)  # fmt: skip
     for name in ("params_total", "params_active", "params_embedding", "params_lm_head"):
         value = getattr(spec, name)
         if not 0 <= value <= MAX_PARAMS:
             raise _bad(origin, name, value, "is not a plausible parameter count")
     if spec.params_total <= 0 or spec.params_active > spec.params_total:
         raise _bad(origin, "params_active", spec.params_active, "is not within params_total")
-    if spec.moe is not None:
-        config_int(spec.moe.num_experts, "num_experts", origin, 1, MAX_EXPERTS)
-        config_int(spec.moe.experts_per_token, "experts_per_token", origin, 0, spec.moe.num_experts)
-        config_int(spec.moe.expert_intermediate_size, "expert_intermediate_size", origin, 0,
-                   MAX_WIDTH)  # fmt: skip
     return spec

@@ -39,6 +39,11 @@ def load_model(name_or_path: str | Path) -> ModelSpec:
     if pathlib is not None and isinstance(name_or_path, pathlib.Path):
         return load_model_file(name_or_path.expanduser())
     text = str(name_or_path)
+    if not text.strip():  # '' is the path '.': it was read as the folder rigwise ran in
+        raise InputError(
+            f"Empty model name {text!r}.",
+            hint="Give a catalog name (see `rigwise models`), a config.json or a .gguf file.",
+        )
     if text.lower().endswith((".json", ".gguf")) or text.startswith((".", "~", "/")):
         return load_model_file(_path(text).expanduser())
     if ("/" in text or os.sep in text) and _exists(text):
