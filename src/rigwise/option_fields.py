@@ -187,6 +187,23 @@ def _validator(hook: Hook) -> Callable[[Any, Any], Any]:
     return validate
 
 
+def number_not_flag(hint: Any) -> bool:
+    """Whether ``hint`` takes a number but no bool (pydantic reads true as 1 for an int)."""
+    args = get_args(hint) if get_origin(hint) in (typing.Union, type(int | None)) else (hint,)
+    return bool({int, float} & set(args)) and bool not in args
+
+
+def no_flag(hook: Hook | None) -> Hook:
+    """``hook`` (if any), after refusing a bool: {"context": true} was a context of 1 token."""
+
+    def refuse_bools(value: Any) -> Any:
+        if isinstance(value, bool):
+            raise ValueError(f"{str(value).lower()} is not a number; give a number")
+        return value if hook is None else hook(value)
+
+    return refuse_bools
+
+
 def pydantic_model(cls: type[Any]) -> Any:
     """The pydantic model of an options dataclass: the same fields, bounds and hooks (as field
     validators), unknown keys forbidden; its ``model_fields`` describe the options to the web
@@ -208,6 +225,8 @@ def _pydantic_model(cls: type[Any]) -> Any:
         fields[f.name] = (hints[f.name], Field(default, **f.metadata.get("bounds", {})))
         for mode in ("before", "after"):
             hook = f.metadata.get(mode)
+            if mode == "before" and number_not_flag(hints[f.name]):
+                hook = no_flag(hook)
             if hook is not None:
                 check_field = field_validator(f.name, mode=mode)(_validator(hook))
                 validators[f"_{f.name}_{mode}"] = check_field
@@ -215,4 +234,12 @@ def _pydantic_model(cls: type[Any]) -> Any:
     return create_model(cls.__name__, __config__=config, __validators__=validators, **fields)
 
 
-__all__ = ["check", "given_fields", "option", "parse", "pydantic_model"]
+__all__ = [
+    "check",
+    "given_fields",
+    "no_flag",
+    "number_not_flag",
+    "option",
+    "parse",
+    "pydantic_model",
+]

@@ -83,3 +83,13 @@ def test_well_typed_options_do_not_import_pydantic() -> None:
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert run.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("given", [{"prompt": True}, {"context": True}, {"tp": False}])
+def test_a_bool_is_not_a_number(given: dict[str, object]) -> None:
+    # before: pydantic read true as 1 ({"context": true} was a context of one token: "--context
+    # 1 cannot hold the 512-token prompt") and false as 0
+    kind, message = _outcome(InferOptions.model_validate, {**BASE, "on": "rtx-4090", **given})
+    name, value = next(iter(given.items()))
+    assert kind == "ValidationError"
+    assert f"key '{name}' = {value}" in message and "is not a number" in message

@@ -21,3 +21,11 @@ def test_bad_counts_name_the_option(field: str, value: str) -> None:
 def test_counts_with_suffixes_and_max_still_read() -> None:
     options = TrainOptions.model_validate({"model": "x", "seq": "max", "global_batch": "1k"})
     assert (options.seq, options.global_batch) == ("max", 1000)
+
+
+@pytest.mark.parametrize("field", ["seq", "micro_batch", "tokens", "nodes", "price"])
+def test_a_bool_is_not_a_number(field: str) -> None:
+    # before: {"seq": true} planned a 1-token sequence ("cp does not divide the sequence")
+    with pytest.raises(ValidationError, match=f"{field}[\\s\\S]*true is not a number"):
+        TrainOptions.model_validate({"model": "llama-3.1-8b", field: True})
+    assert TrainOptions.model_validate({"model": "llama-3.1-8b", "compile": True}).compile

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from rigwise.option_fields import no_flag, number_not_flag
 from rigwise.units import parse_count, whole_count
 
 
@@ -132,6 +133,14 @@ class TrainOptions(BaseModel):
     """GPU power cap in watts."""
     calibration: dict[str, float] | None = None
     """Measured efficiency factors (``rigwise bench``) replacing the catalog's."""
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_flags(cls, value: object, info: ValidationInfo) -> object:
+        name = info.field_name or ""
+        if isinstance(value, bool) and number_not_flag(cls.model_fields[name].annotation):
+            return no_flag(None)(value)  # pydantic reads true as 1: {"seq": true} was 1 token
+        return value
 
     @field_validator("seq", "global_batch", "steps", mode="before")
     @classmethod
