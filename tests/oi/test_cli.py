@@ -56,6 +56,11 @@ def test_simulate_json_has_the_named_keys(capsys) -> None:  # type: ignore[no-un
         (["simulate", "--ack", "soon"], "3d"),
         (["calibrate", "pump", "feed", "--run", "sixty:1"], "SECONDS:GRAMS"),
         (["calibrate", "pump", "feed", "--run", "60:1", "--run", "120:0.5"], "longer runs"),
+        # before: exit 0, a flow of inf mL/min stored as the pump's calibration
+        (["calibrate", "pump", "feed", "--run", "60:1e309"], "Weighed run 60:inf needs a finite"),
+        # before: 'The runs give a non-positive flow (0 mL/s)'
+        (["calibrate", "pump", "feed", "--run", "1e309:1"], "Weighed run inf:1 needs a finite"),
+        (["calibrate", "pump", "feed", "--run", "60:nan"], "Weighed run 60:nan needs a finite"),
     ],
 )
 def test_bad_input_exits_2_with_the_fix(capsys, tmp_path: Path, args, fix) -> None:  # type: ignore[no-untyped-def]

@@ -133,12 +133,19 @@ def fit_pump_calibration(
 
     The default density is culture medium's (~1.007 g/mL, DMEM at 37 degC); pass water's 0.997
     when calibrating with water at 25 degC."""
-    good = [r for r in runs if r.duration_s > 0 and r.mass_g >= 0]
-    if len(good) < 1 or len(good) != len(runs):
-        raise InputError(
-            "A pump calibration needs runs with duration_s > 0 and mass_g >= 0.",
-            hint="Give e.g. --run 60:1.02 --run 120:2.03 (seconds:grams).",
-        )
+    hint = "Give e.g. --run 60:1.02 --run 120:2.03 (seconds:grams)."
+    for r in runs:  # 1e309 g was an infinite flow, stored and dosed from
+        if not (math.isfinite(r.duration_s) and math.isfinite(r.mass_g)) or not (
+            r.duration_s > 0 and r.mass_g >= 0
+        ):
+            raise InputError(
+                f"Weighed run {r.duration_s:g}:{r.mass_g:g} needs a finite duration > 0 s and "
+                "a finite mass >= 0 g.",
+                hint=hint,
+            )
+    if not runs:
+        raise InputError("A pump calibration needs at least one weighed run.", hint=hint)
+    good = list(runs)
     xs = [r.duration_s for r in good]
     ys = [r.mass_g / density_g_per_ml for r in good]
     if len(set(xs)) == 1:
