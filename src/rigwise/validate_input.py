@@ -28,6 +28,9 @@ Model = TypeVar("Model")
 
 MAX_FILE_BYTES = 4 * 1024 * 1024
 """Largest text file (config, rig, cluster, queries line set) read from a user: 4 MiB."""
+MAX_YAML_CHARS = 256 * 1024
+"""Longest YAML text parsed (the bounded loader is pure Python: 256 KiB is ~2 s, 25 times the
+largest file shipped)."""
 MAX_NESTING = 64
 """Deepest nesting of lists/mappings accepted in a user YAML or JSON document."""
 
@@ -167,7 +170,13 @@ def _bounded_loader() -> Any:
 
 
 def load_yaml(text: str, where: str) -> Any:
-    """YAML text -> data, safely (no tags, no aliases, nesting <= MAX_NESTING)."""
+    """YAML text -> data, safely (no tags, no aliases, nesting <= MAX_NESTING, at most
+    MAX_YAML_CHARS: PyYAML's pure-Python loader takes ~10 s per MB)."""
+    if len(text) > MAX_YAML_CHARS:
+        raise InputError(
+            f"{where} is {len(text):,} characters, over the YAML limit of {MAX_YAML_CHARS:,}.",
+            hint="Rig, cluster, experiment and constants files are a few KB: check the file.",
+        )
     import yaml
 
     try:

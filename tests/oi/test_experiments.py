@@ -102,6 +102,12 @@ def test_clean_up_runs_when_an_experiment_fails(constants) -> None:  # type: ign
         ("pulses: 50", "pulses: 5000", "longer than max_duration_s"),
         ("amplitude_ua: 4", "amplitude_ua: 4, charge_balanced: false", "charge-balanced"),
         ("[0, 1, 2, 3]", "[0, 40]", "outside 0..31"),
+        # before: every bad electrode listed (200,000 of them: a 1.3 MB message)
+        (
+            "[0, 1, 2, 3]",
+            str(list(range(32, 1000))),
+            "[32, 33, 34, 35, 36, 37, 38, 39 and 960 more]",
+        ),
         ("[0, 1, 2, 3]", "[1, 1]", "distinct"),
         ("[[0, 10], [10, 20]]", "[[0, 100]]", "recording window"),
     ],

@@ -80,7 +80,10 @@ def validate(c: Constants, spec: ExperimentSpec) -> None:
     count = int(c["mea_electrodes"])
     bad = [e for e in spec.electrodes if not 0 <= e < count]
     if bad:
-        problems.append(f"electrodes {bad} outside 0..{count - 1}")
+        shown = ", ".join(map(str, bad[:8])) + (
+            f" and {len(bad) - 8:,} more" if len(bad) > 8 else ""
+        )
+        problems.append(f"electrodes [{shown}] outside 0..{count - 1}")
     s = spec.stimulation
     if s is not None:
         charge_nc = s.amplitude_ua * s.phase_us / 1000.0
