@@ -70,6 +70,14 @@ def test_lines_are_streamed_and_over_long_lines_come_back_as_none(tmp_path: Path
         (2, None),
         (3, "last"),
     ]
+    binary = tmp_path / "b.jsonl"
+    binary.write_bytes(b"text\n\xff\nmore\n")  # a later line that is not text: its error
+    lines = list(open_text_lines(str(binary), "queries file", 10))
+    assert [n for n, _ in lines] == [1, 2, 3] and lines[2] == (3, "more\n")
+    assert isinstance(lines[1][1], InputError) and "line 2, is not UTF-8" in lines[1][1].message
+    binary.write_bytes(b"\xff\ntext\n")  # the first line: the file is not text
+    with pytest.raises(InputError, match="line 1, is not UTF-8"):
+        list(open_text_lines(str(binary), "queries file", 10))
 
 
 class _Options(BaseModel):

@@ -81,10 +81,15 @@ def read_user_text(path: str | Path, what: str, *, max_bytes: int = MAX_FILE_BYT
     return decode_text(data, f"{what} {shown_value(str(file), 240)}")
 
 
-def open_text_lines(path: str, what: str, max_line_bytes: int) -> Iterator[tuple[int, str | None]]:
+Line = str | InputError | None
+"""A line's text; None for a line over the limit; the InputError of a line that is not text."""
+
+
+def open_text_lines(path: str, what: str, max_line_bytes: int) -> Iterator[tuple[int, Line]]:
     """Numbered lines of a text file or of stdin ('-'), streamed (a queries file may be long);
-    a line over ``max_line_bytes`` comes back as None (skipped without holding it in memory).
-    InputError for a missing path, a directory, a device or binary content."""
+    a line over ``max_line_bytes`` comes back as None (skipped without holding it in memory),
+    a later line that is not UTF-8 text as its InputError (the lines after it still count).
+    InputError for a missing path, a directory, a device or a first line that is binary."""
     if path == "-":
         yield from _lines(sys.stdin.buffer, what, "stdin", max_line_bytes)
         return
@@ -108,7 +113,7 @@ def open_text_lines(path: str, what: str, max_line_bytes: int) -> Iterator[tuple
         yield from _lines(handle, what, shown_value(path, 240), max_line_bytes)
 
 
-def _lines(handle: BinaryIO, what: str, name: str, limit: int) -> Iterator[tuple[int, str | None]]:
+def _lines(handle: BinaryIO, what: str, name: str, limit: int) -> Iterator[tuple[int, Line]]:
     number = 0
     while True:
         raw = handle.readline(limit + 1)
@@ -120,7 +125,12 @@ def _lines(handle: BinaryIO, what: str, name: str, limit: int) -> Iterator[tuple
                 raw = handle.readline(1 << 16)
             yield number, None
             continue
-        yield number, decode_text(raw, f"{what} {name}, line {number},")
+        try:
+            yield number, decode_text(raw, f"{what} {name}, line {number},")
+        except InputError as exc:
+            if number == 1:  # a binary file, not a bad line: the whole file is refused
+                raise
+            yield number, exc
 
 
 def decode_text(data: bytes, where: str) -> str:

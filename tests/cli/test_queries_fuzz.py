@@ -69,6 +69,21 @@ def test_an_over_long_line_is_an_error_for_that_line_only(tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize("command", ["infer", "train"])
+@pytest.mark.parametrize("bad", [b'{"model": "\xff"}', b"\x00"])
+def test_a_line_that_is_not_text_is_an_error_for_that_line_only(
+    tmp_path: Path, command: str, bad: bytes
+) -> None:
+    # before: the run stopped at the bad line (exit 2 on stderr): the lines after it unanswered
+    good = json.dumps({"model": "llama-3.1-8b", "on": "rtx-4090"}).encode()
+    path = tmp_path / "q.jsonl"
+    path.write_bytes(good + b"\n" + bad + b"\n" + good + b"\n")
+    code, answers = run_queries(command, path)
+    assert code == 2 and len(answers) == 3 and "error" not in answers[2]
+    assert answers[1]["error"].startswith("line 2: ") and "line 2, " in answers[1]["error"]
+    assert "UTF-8" in answers[1]["error"] or "NUL" in answers[1]["error"]
+
+
+@pytest.mark.parametrize("command", ["infer", "train"])
 @pytest.mark.parametrize("where", ["/nonexistent.jsonl", "/", "/dev/zero", "binary"])
 def test_bad_query_paths_are_named_errors(tmp_path: Path, command: str, where: str) -> None:
     if where == "binary":

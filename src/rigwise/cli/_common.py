@@ -7,11 +7,14 @@ import math
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
 from rigwise.serialize import to_jsonable
+
+if TYPE_CHECKING:
+    from rigwise.validate_input import Line
 
 EXIT_OK = 0
 EXIT_INFEASIBLE = 1
@@ -154,7 +157,7 @@ def run_queries(path: str, plan: Callable[..., Any], batch: BatchPlanner | None 
     worst = EXIT_OK
     interactive = path == "-"  # a caller feeding stdin may wait for each answer
     chunk = 1 if interactive or batch is None else QUERY_CHUNK
-    pending: list[tuple[int, str | None]] = []
+    pending: list[tuple[int, Line]] = []
     memo: dict[str, Any] = {}
 
     def answer() -> None:
@@ -169,7 +172,7 @@ def run_queries(path: str, plan: Callable[..., Any], batch: BatchPlanner | None 
             sys.stdout.flush()
 
     for number, line in open_text_lines(path, "queries file", MAX_QUERY_LINE_CHARS):
-        if line is None or line.strip():
+        if not isinstance(line, str) or line.strip():
             pending.append((number, line))
         if len(pending) >= chunk:
             answer()
@@ -213,7 +216,7 @@ def _nothing_beside_queries() -> None:
 
 
 def _answers(
-    lines: list[tuple[int, str | None]],
+    lines: list[tuple[int, Line]],
     plan: Callable[..., Any],
     batch: BatchPlanner | None,
     memo: dict[str, Any],
@@ -256,11 +259,13 @@ def _outcome(plan: Callable[..., Any], query: dict[str, Any]) -> Any:
         return exc
 
 
-def _parse(number: int, line: str | None) -> Any:
+def _parse(number: int, line: Line) -> Any:
     """The line's options (a dict), or the exception that says why it has none."""
     from rigwise.validate_input import load_json
 
     try:
+        if isinstance(line, Exception):  # not UTF-8 text
+            raise line
         if line is None:
             raise ValueError(f"longer than {MAX_QUERY_LINE_CHARS:,} bytes")
         query = load_json(line, f"line {number}")
