@@ -185,7 +185,7 @@ def load_yaml(text: str, where: str) -> Any:
     if len(text) > MAX_YAML_CHARS:
         raise InputError(
             f"{where} is {len(text):,} characters, over the YAML limit of {MAX_YAML_CHARS:,}.",
-            hint="Rig, cluster, experiment and constants files are a few KB: check the file.",
+            hint="Rig, cluster, job, experiment and constants files are a few KB: check the file.",
         )
     import yaml
 

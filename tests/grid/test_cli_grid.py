@@ -131,3 +131,19 @@ def test_node_shows_each_check_and_an_unknown_node_is_bad_input(
     assert "measured_flops" in out and "below the minimum" in out
     code, _, err = run(capsys, "node", "n-nope")
     assert code == 2 and "n-nope" in err
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        # before: exit 70 'internal error at _urlparse.py:411: InvalidURL: Invalid port'
+        ("http://[::1", "Bad grid URL 'http://[::1': Invalid port"),
+        ("not a url", "not http(s)://HOST[:PORT]"),
+        ("ftp://host", "not http(s)://HOST[:PORT]"),
+    ],
+)
+def test_a_bad_grid_url_is_bad_input(
+    capsys: pytest.CaptureFixture[str], url: str, says: str
+) -> None:
+    code, _, err = run(capsys, "logs", "job-1", "--url", url, "--token", "t")
+    assert code == 2 and says in err and "Traceback" not in err

@@ -77,3 +77,18 @@ def test_evaluate_tasks_are_checked_and_require_lm_eval() -> None:
             evaluate(bad)
     with pytest.raises(InputError, match="twice"):
         evaluate(["grid:mc", "grid:mc"])
+
+
+BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdefgh", "bcdefghi", strict=True)
+)
+
+
+def test_a_job_file_with_aliases_is_refused_at_once() -> None:
+    # before: yaml.safe_load expanded the 9**9 aliases: `grid submit` ran past 20 s (and memory)
+    import time
+
+    started = time.perf_counter()
+    with pytest.raises(InputError, match="aliases"):
+        read_job_text(BOMB, "bomb.yaml")
+    assert time.perf_counter() - started < 1.0

@@ -49,3 +49,14 @@ def test_bad_policy_file_is_a_clear_error(tmp_path: Path) -> None:
         load_policy(path)
     with pytest.raises(InputError, match="does not exist"):
         load_policy(tmp_path / "missing.yaml")
+
+
+def test_a_policy_file_with_aliases_or_binary_is_bad_input(tmp_path: Path) -> None:
+    # before: yaml.safe_load expanded aliases; bytes that are not UTF-8 were exit 70
+    bomb = tmp_path / "policy.yaml"
+    bomb.write_text("a: &a [x, x, x]\nb: [*a, *a, *a]\n")
+    with pytest.raises(InputError, match="aliases"):
+        load_policy(bomb)
+    bomb.write_bytes(b"min_vram: \xff\n")
+    with pytest.raises(InputError, match="not UTF-8"):
+        load_policy(bomb)

@@ -207,8 +207,9 @@ def node(node_id: str, url: str | None, token: str | None, as_json: bool) -> Non
 def submit(job_file: str, url: str | None, token: str | None, as_json: bool) -> None:
     """Submit a job template (YAML); prints its id and placement."""
     from rigwise.grid.jobs import read_job_text
+    from rigwise.validate_input import read_user_text
 
-    data = read_job_text(Path(job_file).read_text(encoding="utf-8"), job_file)
+    data = read_job_text(read_user_text(job_file, "job file"), job_file)
     answer = grid_client(url, token).submit(data)
     if as_json:
         print_json(answer)

@@ -13,6 +13,19 @@ URL_ENV = "RIGWISE_GRID_URL"
 TOKEN_ENV = "RIGWISE_GRID_TOKEN"
 
 
+def _checked_url(url: str) -> str:
+    """``url`` if it is an http(s) URL with a host; InputError naming it otherwise (httpx
+    raised InvalidURL, an internal error, for 'http://[::1' on the first request)."""
+    hint = f"Give the coordinator's URL, e.g. http://10.0.0.5:8765 (--url or {URL_ENV})."
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError, ValueError) as exc:
+        raise InputError(f"Bad grid URL {url[:200]!r}: {exc}.", hint=hint) from None
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise InputError(f"Bad grid URL {url[:200]!r}: not http(s)://HOST[:PORT].", hint=hint)
+    return url
+
+
 class GridClient:
     def __init__(
         self,
@@ -27,7 +40,7 @@ class GridClient:
             raise InputError("No grid URL.", hint=f"Pass --url or set {URL_ENV}.")
         if not token:
             raise InputError("No grid token.", hint=f"Pass --token or set {TOKEN_ENV}.")
-        self.url = url.rstrip("/")
+        self.url = _checked_url(url.rstrip("/"))
         self.transport = transport
         self._http = httpx.Client(
             base_url=self.url,

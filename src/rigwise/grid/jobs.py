@@ -17,7 +17,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.orm import Session
 
@@ -27,7 +26,7 @@ from rigwise.grid.harness import MODULE as HARNESS_MODULE
 from rigwise.grid.harness import grid_dataset
 from rigwise.grid.placement import HardwareProfile
 from rigwise.units import parse_bytes
-from rigwise.validate_input import validated
+from rigwise.validate_input import load_yaml, validated
 
 KINDS = ("train", "evaluate", "serve", "command")
 STATES = ("queued", "running", "succeeded", "failed", "cancelled")
@@ -107,10 +106,9 @@ def merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
 
 
 def read_job_text(text: str, where: str) -> dict[str, Any]:
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise InputError(f"Job file {where} is not valid YAML: {exc}", hint="Fix it.") from exc
+    # the bounded loader: yaml.safe_load expands aliases (a 10-line 'billion laughs' job file
+    # ran out of time and memory) and recurses once per nesting level
+    data = load_yaml(text, f"Job file {where}")
     if not isinstance(data, dict):
         raise InputError(f"Job file {where} must be a mapping.", hint="See docs/grid.md.")
     return data

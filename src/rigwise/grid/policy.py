@@ -11,13 +11,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rigwise.catalog.loader import read_yaml
 from rigwise.errors import InputError, validation_message
 from rigwise.serialize import JsonObject
 from rigwise.units import format_bytes
+from rigwise.validate_input import load_yaml, read_user_text
 
 DEFAULT_POLICY_FILE = "grid_policy_default.yaml"
 
@@ -126,7 +126,8 @@ def load_policy(path: Path | None = None) -> Policy:
         return policy_from_mapping(read_yaml(DEFAULT_POLICY_FILE), DEFAULT_POLICY_FILE)
     if not path.exists():
         raise InputError(f"Policy file {str(path)!r} does not exist.", hint="Check the path.")
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    text = read_user_text(path, "policy file")
+    data = load_yaml(text, f"Policy file {str(path)!r}") or {}  # bounded: no aliases
     if not isinstance(data, dict):
         raise InputError(f"Policy file {str(path)!r} is not a mapping.", hint="See docs/grid.md.")
     return policy_from_mapping(data, str(path))
