@@ -188,17 +188,32 @@ def _validator(hook: Hook) -> Callable[[Any, Any], Any]:
 
 
 def number_not_flag(hint: Any) -> bool:
-    """Whether ``hint`` takes a number but no bool (pydantic reads true as 1 for an int)."""
+    """Whether ``hint`` takes a number but no bool (pydantic reads true as 1 for an int), or
+    a mapping of such numbers (``disagg``: {"prefill": {"tp": 8}})."""
     args = get_args(hint) if get_origin(hint) in (typing.Union, type(int | None)) else (hint,)
+    if any(get_origin(a) is dict and number_not_flag(get_args(a)[-1]) for a in args):
+        return True
     return bool({int, float} & set(args)) and bool not in args
+
+
+def _flag(value: Any, where: str = "") -> str | None:
+    """Where the first bool in ``value`` (or in the values of a mapping in it) is, and what it
+    is ('true', 'prefill.tp = true'); None when there is none."""
+    if isinstance(value, bool):
+        return f"{where} = {str(value).lower()}" if where else str(value).lower()
+    if isinstance(value, Mapping):
+        found = (_flag(v, f"{where}.{k}" if where else str(k)) for k, v in value.items())
+        return next((f for f in found if f is not None), None)
+    return None
 
 
 def no_flag(hook: Hook | None) -> Hook:
     """``hook`` (if any), after refusing a bool: {"context": true} was a context of 1 token."""
 
     def refuse_bools(value: Any) -> Any:
-        if isinstance(value, bool):
-            raise ValueError(f"{str(value).lower()} is not a number; give a number")
+        flag = _flag(value)
+        if flag is not None:
+            raise ValueError(f"{flag} is not a number; give a number")
         return value if hook is None else hook(value)
 
     return refuse_bools

@@ -23,9 +23,13 @@ def test_counts_with_suffixes_and_max_still_read() -> None:
     assert (options.seq, options.global_batch) == ("max", 1000)
 
 
-@pytest.mark.parametrize("field", ["seq", "micro_batch", "tokens", "nodes", "price"])
-def test_a_bool_is_not_a_number(field: str) -> None:
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("seq", True), ("micro_batch", True), ("tokens", True), ("nodes", True), ("price", True),
+     ("calibration", {"decode_bandwidth_efficiency": True})],
+)  # fmt: skip
+def test_a_bool_is_not_a_number(field: str, value: object) -> None:
     # before: {"seq": true} planned a 1-token sequence ("cp does not divide the sequence")
     with pytest.raises(ValidationError, match=f"{field}[\\s\\S]*true is not a number"):
-        TrainOptions.model_validate({"model": "llama-3.1-8b", field: True})
+        TrainOptions.model_validate({"model": "llama-3.1-8b", field: value})
     assert TrainOptions.model_validate({"model": "llama-3.1-8b", "compile": True}).compile

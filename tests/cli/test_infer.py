@@ -182,3 +182,20 @@ def test_no_api_server_plans_the_engine_alone() -> None:
     assert alone["aggregate_tokens_per_s"] > 1.2e6 / 77.8
     code, out = _run("infer", "qwen3-0.6b", "--on", "h100-sxm", "--no-api-server", "--search")
     assert code == 2 and "not with --search" in out
+
+
+@pytest.mark.parametrize(
+    ("disagg", "says"),
+    [
+        # before: exit 70 'internal error at decoder.py:353: RecursionError'
+        ("[" * 50_000 + "]" * 50_000, "--disagg nests deeper than 64 levels"),
+        # before: planned with tp 1
+        ('{"prefill": {"tp": true}, "decode": {"tp": 1}}', "prefill.tp = true is not a number"),
+        ('{"prefill": {"tp": NaN}, "decode": {"tp": 1}}', "NaN is not a number JSON accepts"),
+    ],
+)
+def test_a_malformed_disagg_is_bad_input(disagg: str, says: str) -> None:
+    result = CliRunner().invoke(
+        cli, ["infer", "llama-3.1-8b", "--on", "8x h100-sxm", "--disagg", disagg]
+    )
+    assert result.exit_code == 2 and says in result.stderr and "Traceback" not in result.output

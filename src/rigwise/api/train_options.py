@@ -138,7 +138,7 @@ class TrainOptions(BaseModel):
     @classmethod
     def _no_flags(cls, value: object, info: ValidationInfo) -> object:
         name = info.field_name or ""
-        if isinstance(value, bool) and number_not_flag(cls.model_fields[name].annotation):
+        if number_not_flag(cls.model_fields[name].annotation):
             return no_flag(None)(value)  # pydantic reads true as 1: {"seq": true} was 1 token
         return value
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from typing import Any
 
@@ -144,10 +143,9 @@ def infer(
     from rigwise.api.infer import plan_inference
 
     if kwargs.get("disagg"):
-        try:
-            kwargs["disagg"] = json.loads(kwargs["disagg"])
-        except json.JSONDecodeError as exc:
-            fail(f"--disagg {kwargs['disagg']!r} is not JSON ({exc.msg}).")
+        from rigwise.validate_input import load_json
+
+        kwargs["disagg"] = load_json(kwargs["disagg"], "--disagg")  # nesting bounded
     search = kwargs.pop("search")
     options = _options(model=model, **apply_rig(kwargs))
     if search and no_api_server:
