@@ -28,6 +28,7 @@ from rigwise.estimate.identity_memo import IdentityMemo
 from rigwise.estimate.inference_efficiency import Efficiency, efficiency, peak_flops
 from rigwise.estimate.inference_memory import expert_weight_share, stage_kv_split
 from rigwise.estimate.inference_moe import (
+    busiest_rank_share,
     expert_gemm_factor,
     moe_kernel,
     moe_kernel_seconds,
@@ -103,7 +104,9 @@ class WeightReads:
 
 def weight_reads(ctx: Context, stage: Stage, batch: int) -> WeightReads:
     """Offloaded weights are routed experts first (llama.cpp --cpu-moe / -ot exps=CPU), so a
-    MoE reads from host RAM only the experts its tokens route to; then dense layers."""
+    MoE reads from host RAM only the experts its tokens route to; then dense layers. On the
+    device, the busiest expert-parallel rank's share of its experts (``busiest_rank_share``):
+    the step waits for it at every MoE layer."""
     total = ctx.weights_bytes * stage.layer_fraction
     experts = total * expert_weight_share(ctx.spec)
     offloaded = total * stage.offloaded_fraction
@@ -112,7 +115,9 @@ def weight_reads(ctx: Context, stage: Stage, batch: int) -> WeightReads:
     touched = touched_share(ctx, batch)
     return WeightReads(
         device_dense=(total - experts - off_dense) / stage.attention_tp,
-        device_experts=(experts - off_experts) * touched / stage.tp,
+        device_experts=(experts - off_experts)
+        * busiest_rank_share(ctx.spec, stage, touched)
+        / stage.tp,
         host=(off_dense + off_experts * touched) * stage.tp,
     )
 
@@ -254,7 +259,12 @@ def decode_stage_parts(
         "compute": compute,
         "host_offload": _host_seconds(ctx, stage, reads.host),
         "kernel_overhead": factors.launch_s
-        + moe_kernel_seconds(ctx.spec, ctx.engine, stage, touched_share(ctx, batch)),
+        + moe_kernel_seconds(
+            ctx.spec,
+            ctx.engine,
+            stage,
+            busiest_rank_share(ctx.spec, stage, touched_share(ctx, batch)),
+        ),
         "tensor_parallel_comm": _tp_comm(ctx, stage, batch),
     }
 

@@ -76,8 +76,11 @@ def _run_job(
 @ray.remote(max_retries=0)
 def _verify_node(claimed: dict[str, Any], payload: list[Any]) -> dict[str, Any]:
     """The grid's measurement of the node this runs on (see ``rigwise.grid.verify``); the
-    payload ref is wrapped in a list so Ray does not fetch it before the clock starts."""
+    payload refs are wrapped in a list so Ray does not fetch them before the clock starts. The
+    second, small one is pulled first, untimed: the first pull to a node sets up the transfer."""
     from rigwise.grid.verify import measure_node
+
+    ray.get(payload[1])
 
     def fetch() -> int:
         return len(ray.get(payload[0]))
