@@ -164,11 +164,18 @@ def to_jsonable(value: object) -> Any:
         return _mapping(value)  # type: ignore[arg-type]
     if cls is tuple or cls is list:
         return _items(value)  # type: ignore[arg-type]
+    convert = _CONVERTERS.get(cls)  # a dataclass seen before
+    if convert is not None:
+        return convert(value)
     if isinstance(value, bool | int | str):
         return value
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if hasattr(cls, "__dataclass_fields__"):
+        convert = _converter(cls)
+        if convert is not None:
+            _CONVERTERS[cls] = convert
+            return convert(value)
         to_dict = getattr(value, "to_dict", None)
         if to_dict is not None and not getattr(value, "json_generic", False):
             return to_jsonable(to_dict())  # a class that still writes its own
@@ -186,6 +193,27 @@ def to_jsonable(value: object) -> Any:
     if tolist is not None:
         return to_jsonable(tolist())
     return str(value)
+
+
+_CONVERTERS: dict[type, Callable[[Any], Any]] = {}
+
+
+def _converter(cls: type) -> Callable[[Any], Any] | None:
+    """How ``to_jsonable`` converts a dataclass, decided once per class from the class (the
+    checks it makes on each object are then skipped): the class's own ``to_dict``, unless it
+    is ``json_generic``, else ``_dataclass``. None where an object could answer otherwise
+    than its class (a field named like the attributes asked, a ``json_generic`` not a bool)."""
+    generic = getattr(cls, "json_generic", False)
+    fields = getattr(cls, "__dataclass_fields__", {})
+    if "to_dict" in fields or "json_generic" in fields or not isinstance(generic, bool):
+        return None
+    if getattr(cls, "to_dict", None) is not None and not generic:
+        return _own_dict  # a class that still writes its own
+    return _dataclass
+
+
+def _own_dict(value: Any) -> Any:
+    return to_jsonable(value.to_dict())
 
 
 def nonsense_numbers(document: Any, key: str = "") -> list[tuple[str, float]]:

@@ -210,6 +210,8 @@ def load_json(text: str, where: str, *, allow_constants: bool = False) -> Any:
     try:
         if allow_constants:
             return json.loads(text)
+        if isinstance(text, str) and not text.startswith("\ufeff"):  # what json.loads checks
+            return _STRICT.decode(text)  # one decoder: json.loads(**kw) makes one per call
         return json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
         raise InputError(
@@ -222,6 +224,9 @@ def load_json(text: str, where: str, *, allow_constants: bool = False) -> Any:
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number JSON accepts")
+
+
+_STRICT = json.JSONDecoder(parse_constant=_reject_constant)  # --queries decodes every line
 
 
 def _max_depth(text: str) -> int:

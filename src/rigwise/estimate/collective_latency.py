@@ -14,6 +14,7 @@ import functools
 from dataclasses import dataclass, replace
 
 from rigwise.catalog.loader import read_csv
+from rigwise.estimate.identity_memo import IdentityMemo
 from rigwise.hardware import Link
 
 
@@ -52,7 +53,15 @@ def collective_row(kind: str, devices: int) -> CollectiveRow | None:
 
 def collective_link(link: Link, devices: int) -> Link:
     """``link`` as a collective of ``devices`` ranks sees it: the step latency of its kind (where
-    larger than the link's p2p latency) and the share of its bandwidth a ring reaches."""
+    larger than the link's p2p latency) and the share of its bandwidth a ring reaches (kept
+    per link object and group size: a plan asks for it per layer kind and per step)."""
+    return _COLLECTIVE_LINKS.get((link,), devices, lambda: _collective_link(link, devices))
+
+
+_COLLECTIVE_LINKS: IdentityMemo[Link] = IdentityMemo()
+
+
+def _collective_link(link: Link, devices: int) -> Link:
     row = collective_row(link.kind, devices)
     if row is None:
         return link

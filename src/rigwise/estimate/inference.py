@@ -24,6 +24,7 @@ from rigwise.estimate.elementwise import maximum
 from rigwise.estimate.engine_builds import build_effects
 from rigwise.estimate.engine_overheads import EngineOverheads, device_class
 from rigwise.estimate.engine_rules import compute_capability
+from rigwise.estimate.identity_memo import IdentityMemo
 from rigwise.estimate.inference_efficiency import Efficiency, efficiency, peak_flops
 from rigwise.estimate.inference_memory import expert_weight_share, stage_kv_split
 from rigwise.estimate.inference_moe import (
@@ -183,6 +184,40 @@ def kernel_sums(*kernels: tuple[Any, Any]) -> tuple[Any, Any]:
     return sum(k[0] for k in kernels), sum(k[1] for k in kernels)
 
 
+@dataclass(frozen=True)
+class _DecodeFactors:
+    """What one stage's decode step takes from the catalog: the same at every batch and
+    context, so looked up once per (context, stage) pair, not once per step."""
+
+    eff: Efficiency
+    dequant: float  # 1 + the bytes unfused dequantisation kernels move per weight byte
+    peak: float  # dense peak FLOP/s at the engine's prefill dtype
+    grouped: float  # grouped-GEMM efficiency of routed experts (0: dense, or one GEMM)
+    launch_s: float  # per-layer launch overhead of the stage's layers at the device's clock
+
+
+_FACTORS: IdentityMemo[_DecodeFactors] = IdentityMemo()
+
+
+def _decode_factors(ctx: Context, stage: Stage) -> _DecodeFactors:
+    """``_DecodeFactors`` of a stage, kept per (context, stage) objects: the plans of one
+    setup share them."""
+    return _FACTORS.get((ctx, stage), None, lambda: _looked_up(ctx, stage))
+
+
+def _looked_up(ctx: Context, stage: Stage) -> _DecodeFactors:
+    eff = efficiency(ctx.engine, stage, ctx.quant, ctx.calibration)
+    acc = stage.accelerator
+    layers = ctx.spec.num_layers * stage.layer_fraction
+    return _DecodeFactors(
+        eff=eff,
+        dequant=1 + extra_traffic_ratio(ctx.engine, ctx.quant),
+        peak=peak_flops(acc, eff.prefill_dtype),
+        grouped=moe_kernel(ctx.engine, device_class(acc)).gemm_efficiency if ctx.spec.moe else 0.0,
+        launch_s=layers * eff.decode_overhead_per_layer_s * clock_scale(ctx.engine, acc),
+    )
+
+
 def decode_stage_parts(
     ctx: Context, stage: Stage, context: int, batch: int, kernels: bool = False
 ) -> dict[str, float]:
@@ -191,13 +226,13 @@ def decode_stage_parts(
     rooflines (``kernel_rooflines``: add them; the batched serving step); otherwise they are the
     step's bytes and FLOPs (the caller keeps the longer: batch-1 decode, whose
     decode_compute_efficiency was fitted that way on llama.cpp rows)."""
-    eff = efficiency(ctx.engine, stage, ctx.quant, ctx.calibration)
+    factors = _decode_factors(ctx, stage)
+    eff, dequant = factors.eff, factors.dequant  # unfused dequant kernels move more bytes
     acc = stage.accelerator
     reads = weight_reads(ctx, stage, batch)
     kv = batch * kv_bytes(ctx.spec, context, ctx.kv_dtype) * stage.layer_fraction
     kv /= stage_kv_split(ctx.spec, stage)
     bandwidth = acc.memory_bandwidth_bytes_per_s * eff.decode_bandwidth_efficiency
-    dequant = 1 + extra_traffic_ratio(ctx.engine, ctx.quant)  # unfused kernels move more
     dense = reads.device_dense * dequant / bandwidth
     experts = reads.device_experts * dequant / (bandwidth * eff.moe_expert_efficiency)
     cache = kv / (acc.memory_bandwidth_bytes_per_s * eff.decode_kv_bandwidth_efficiency)
@@ -207,9 +242,8 @@ def decode_stage_parts(
         eff.decode_compute_efficiency - eff.serving_compute_efficiency
     )
     share = batch * stage.layer_fraction / stage.tp
-    peak = peak_flops(acc, eff.prefill_dtype)
+    peak, grouped = factors.peak, factors.grouped
     per_flop = share / (peak * compute_eff)
-    grouped = moe_kernel(ctx.engine, device_class(acc)).gemm_efficiency if ctx.spec.moe else 0.0
     if grouped:  # the routed experts' grouped GEMMs are their own kernels, at their own reach
         expert_flops = routed_expert_flops_per_token(ctx.spec)
         gemms = [
@@ -220,12 +254,11 @@ def decode_stage_parts(
         gemms = [(dense + experts, matmul * per_flop)]
     kernel_list = (*gemms, (cache, attention * per_flop))
     memory, compute = kernel_rooflines(*kernel_list) if kernels else kernel_sums(*kernel_list)
-    layers = ctx.spec.num_layers * stage.layer_fraction
     return {
         "memory_bandwidth": memory,
         "compute": compute,
         "host_offload": _host_seconds(ctx, stage, reads.host),
-        "kernel_overhead": layers * eff.decode_overhead_per_layer_s * clock_scale(ctx.engine, acc)
+        "kernel_overhead": factors.launch_s
         + moe_kernel_seconds(
             ctx.spec,
             ctx.engine,

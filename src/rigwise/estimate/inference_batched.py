@@ -6,6 +6,7 @@ request's prefill and decode), whose per-stage parts these reuse.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 from rigwise.estimate.elementwise import maximum
 from rigwise.estimate.inference import (
@@ -21,9 +22,17 @@ from rigwise.estimate.inference_stages import Stage
 from rigwise.estimate.model_memo import flops_parts
 from rigwise.hardware import Link
 
+# (stage, batch) -> decode_stage_parts(ctx, stage, context, batch, kernels=True) of one replica
+StageParts = Callable[[Stage, int], dict[str, float]]
+
 
 def decode_step_seconds(
-    ctx: Context, stages: tuple[Stage, ...], network: Link | None, context: int, batch: int
+    ctx: Context,
+    stages: tuple[Stage, ...],
+    network: Link | None,
+    context: int,
+    batch: int,
+    parts_of: StageParts | None = None,
 ) -> float:
     """One continuous-batching step of ``batch`` sequences (serving): per stage its GEMMs' and
     its attention's rooflines added (``inference.kernel_rooflines``), plus overheads: the
@@ -38,12 +47,17 @@ def decode_step_seconds(
     (PR #13064: ``max_concurrent_batches`` = PP size, a request is not scheduled again until
     its output returns). For an MoE a micro-batch of B / pp sequences reads only the experts
     its tokens touch (``inference.touched_share``). Others (llama.cpp) run the stages in turn.
+    ``parts_of``: the stages' parts at ``context`` from a caller that keeps them (serving asks
+    for the same batch's step and compute bound); by default computed here.
     """
     pipelined = ctx.overheads.pipelined_serving and len(stages) > 1
     micro = -(-batch // len(stages)) if pipelined else batch
     times = []
     for stage in stages:
-        p = decode_stage_parts(ctx, stage, context, micro, kernels=True)
+        if parts_of is None:
+            p = decode_stage_parts(ctx, stage, context, micro, kernels=True)
+        else:
+            p = parts_of(stage, micro)
         roof = p["memory_bandwidth"] + p["compute"]  # kernel rooflines, already per kernel
         times.append(roof + p["host_offload"] + p["kernel_overhead"] + p["tensor_parallel_comm"])
     hops = hop_seconds(ctx, stages, network, micro)
@@ -54,6 +68,44 @@ def decode_step_seconds(
     hops += (batch - 1) * ctx.overheads.sequence_overhead_s
     step_s: float = len(stages) * functools.reduce(maximum, times) if pipelined else sum(times)
     return step_s + hops
+
+
+class ReplicaSteps:
+    """The decode steps of one replica laid out as ``stages``, at ``context`` tokens. A serving
+    estimate asks for the same batch's step more than once (its running batch, batch 1, which
+    roofline bounds it): each stage's parts and each batch's step are computed once (pure
+    functions of the batch), the same numbers as ``decode_step_seconds`` gives."""
+
+    def __init__(
+        self, ctx: Context, stages: tuple[Stage, ...], network: Link | None, context: int
+    ) -> None:
+        self.ctx, self.stages, self.network, self.context = ctx, stages, network, context
+        self._parts: dict[tuple[int, int], dict[str, float]] = {}  # (id of a stage, batch)
+        self._steps: dict[int, float] = {}
+
+    def parts(self, stage: Stage, batch: int) -> dict[str, float]:
+        """``decode_stage_parts`` of one of the stages (kernel rooflines), kept."""
+        key = (id(stage), batch)  # the stages are held by self: their ids stay theirs
+        found = self._parts.get(key)
+        if found is None:
+            found = decode_stage_parts(self.ctx, stage, self.context, batch, kernels=True)
+            self._parts[key] = found
+        return found
+
+    def step(self, batch: int) -> float:
+        """``decode_step_seconds`` at ``batch``, kept."""
+        found = self._steps.get(batch)
+        if found is None:
+            found = decode_step_seconds(
+                self.ctx, self.stages, self.network, self.context, batch, self.parts
+            )
+            self._steps[batch] = found
+        return found
+
+    def compute_bound(self, batch: int) -> bool:
+        """Whether the first stage's kernels at ``batch`` take longer on FLOPs than on bytes."""
+        first = self.parts(self.stages[0], batch)
+        return first["compute"] > first["memory_bandwidth"]
 
 
 def prefill_seconds_per_token_batched(

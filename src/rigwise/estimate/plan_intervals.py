@@ -138,7 +138,8 @@ def add_inference_intervals(data: dict[str, Any]) -> dict[str, Any]:
         return data
     device_class, devices = where
     batched = (data.get("workload") or {}).get("concurrency", 1) != 1
-    found = _ranges(data["engine"], device_class, data["quant"], devices, batched)
+    setup = (data["engine"], device_class, data["quant"], devices, batched)
+    found = _ranges(*setup)
     if (r := found["decode"]) and data.get("decode"):
         _set(data["decode"], "tokens_per_s", r.rate(data["decode"]["tokens_per_s"]))
         _set(data["decode"], "seconds_per_token", r.time(data["decode"]["seconds_per_token"]))
@@ -164,8 +165,19 @@ def add_inference_intervals(data: dict[str, Any]) -> dict[str, Any]:
         for device in data["memory"].get("per_device") or []:
             _set(device, "total_bytes", r.rate(device["total_bytes"]))
     _latency_and_energy(data, found)
-    data["intervals"] = {k: v.to_dict() for k, v in found.items() if v is not None}
+    # each plan its own copy: a caller may change its JSON
+    data["intervals"] = {k: {**v, "notes": [*v["notes"]]} for k, v in _ranges_json(*setup)}
     return data
+
+
+@functools.lru_cache(maxsize=1024)
+def _ranges_json(
+    engine: str, device_class: str, quant: str, devices: int, batched: bool
+) -> tuple[tuple[str, dict[str, Any]], ...]:
+    """The ``intervals`` entries of ``_ranges`` (read, never changed, by the caller): made once
+    per setup, not once per plan."""
+    found = _ranges(engine, device_class, quant, devices, batched)
+    return tuple((k, v.to_dict()) for k, v in found.items() if v is not None)
 
 
 @functools.lru_cache(maxsize=1024)  # --queries asks for the same few setups thousands of times
@@ -184,7 +196,7 @@ def _ranges(
     return found
 
 
-ON_RELOAD.extend((_ranges.cache_clear, _memory_interval.cache_clear))
+ON_RELOAD.extend((_ranges.cache_clear, _ranges_json.cache_clear, _memory_interval.cache_clear))
 
 
 def _ttft(own: Interval | None, prefill: Interval | None) -> Interval | None:

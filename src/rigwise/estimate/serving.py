@@ -43,21 +43,14 @@ the wave (and the queue wait) stays. Both add the engine's per-request API-serve
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from rigwise.estimate.elementwise import as_float, ceil, maximum, minimum
 from rigwise.estimate.engine_overheads import EngineOverheads
 from rigwise.estimate.engine_rules import engine_defaults
-from rigwise.estimate.inference import (
-    Context,
-    Phase,
-    decode_stage_parts,
-)
-from rigwise.estimate.inference_batched import (
-    decode_step_seconds,
-    prefill_seconds_per_token_batched,
-)
+from rigwise.estimate.inference import Context, Phase
+from rigwise.estimate.inference_batched import ReplicaSteps, prefill_seconds_per_token_batched
 from rigwise.estimate.inference_memory import MemoryBreakdown, kv_split
 from rigwise.estimate.inference_stages import Stage
 from rigwise.estimate.serving_frontend import (
@@ -346,26 +339,21 @@ def _bound(frontend: bool, compute: bool) -> str:
 
 def replica_costs(
     ctx: Context, stages: tuple[Stage, ...], network: Link | None, prompt: int, gen: int,
-    prefill: Phase,
+    prefill: Phase, kv_preemption: bool = False, engine_cap: int = 0,
 ) -> Costs:  # fmt: skip
-    """The cost functions of one replica laid out as ``stages``."""
-    average_context = prompt + gen // 2
-
-    def step(batch: int) -> float:
-        return decode_step_seconds(ctx, stages, network, average_context, batch)
-
-    def compute_bound(batch: int) -> bool:
-        parts = decode_stage_parts(ctx, stages[0], average_context, batch, kernels=True)
-        return parts["compute"] > parts["memory_bandwidth"]
-
+    """The cost functions of one replica laid out as ``stages`` (``kv_preemption`` and
+    ``engine_cap``: see ``Costs``)."""
+    steps = ReplicaSteps(ctx, stages, network, prompt + gen // 2)
     return Costs(
-        step_seconds=step,
+        step_seconds=steps.step,
         prefill_seconds_per_token=prefill_seconds_per_token_batched(ctx, stages, prompt),
         single_prefill_seconds=prefill.seconds,
-        compute_bound_at=compute_bound,
+        compute_bound_at=steps.compute_bound,
         chunk_tokens=step_token_budget(ctx, stages),
         request_overhead_s=ctx.overheads.request_overhead_s,
         frontend_token_s=ctx.overheads.frontend_token_s,
+        kv_preemption=kv_preemption,
+        engine_cap=engine_cap,
     )
 
 
@@ -389,6 +377,6 @@ def serve_plan(
     most = max_concurrency(ctx.spec, stages, free_memory, request, ctx.kv_dtype, cap)
     wanted = most * replicas if concurrency == "max" else int(concurrency)
     gpus = sum(stage.tp for stage in stages)
-    costs = replica_costs(ctx, stages, network, prompt, gen, prefill)
-    costs = replace(costs, kv_preemption=ctx.overheads.kv_grows and most < cap, engine_cap=cap)
+    preemption = ctx.overheads.kv_grows and most < cap
+    costs = replica_costs(ctx, stages, network, prompt, gen, prefill, preemption, cap)
     return estimate_serving(max(1, wanted), most, prompt, gen, costs, replicas, gpus)

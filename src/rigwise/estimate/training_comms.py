@@ -13,6 +13,7 @@ import numpy as np
 
 from rigwise.estimate import comms
 from rigwise.estimate.compute import TrainingFactors
+from rigwise.estimate.identity_memo import IdentityMemo
 from rigwise.estimate.power import PowerPoint, power_point
 from rigwise.estimate.training_layout import Geometry, LayoutArrays, Workload
 from rigwise.estimate.training_memory import WEIGHT_BYTES, grad_bytes, lora_params, stage_params
@@ -46,7 +47,12 @@ class Fabric:
         )
 
     def link_for(self, span: Any, factors: TrainingFactors) -> tuple[Link, Link]:
-        """(inside-node, across-node) links scaled by NCCL bus efficiency and NIC sharing."""
+        """(inside-node, across-node) links scaled by NCCL bus efficiency and NIC sharing (the
+        same for every span: made once per fabric and factors, a step asks for them per
+        collective)."""
+        return _LINKS.get((self, factors), None, lambda: self._scaled_links(factors))
+
+    def _scaled_links(self, factors: TrainingFactors) -> tuple[Link, Link]:
         intra = self.intra_link or self.network or _null_link()
         net = self.network or intra
         intra_eff = dataclasses.replace(
@@ -61,6 +67,9 @@ class Fabric:
             * share,
         )
         return intra_eff, net_eff
+
+
+_LINKS: IdentityMemo[tuple[Link, Link]] = IdentityMemo()
 
 
 def _null_link() -> Link:
