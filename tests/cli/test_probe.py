@@ -91,6 +91,23 @@ def test_bench_unknown_group_exits_2() -> None:
     assert main(["bench", "--only", "warp-drive"]) == 2
 
 
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        # before: exit 0 after running every group (13 s here): '' meant "all"
+        (["--only", ""], "--only '' names no group"),
+        (["--only", ",,,"], "--only ',,,' names no group"),
+        # before: the matmul ran, the typo never reported (llm not chosen)
+        (["--only", "matmul", "--model", "llama-3.1-8"], "Did you mean: llama-3.1-8b"),
+    ],
+)
+def test_bench_options_that_pick_nothing_or_no_model_exit_2(
+    capsys: pytest.CaptureFixture[str], args: list[str], says: str
+) -> None:
+    assert main(["bench", "--no-save", *args]) == 2
+    assert says in capsys.readouterr().err
+
+
 def test_empty_history_says_what_to_run() -> None:
     code, output = _invoke("bench", "history")
     assert code == 0 and "rigwise bench --quick" in output

@@ -229,6 +229,17 @@ def bench(
     from rigwise.bench import run_bench
 
     groups = [g.strip() for g in only.split(",") if g.strip()] or None
+    typed = ctx.get_parameter_source("only") is click.core.ParameterSource.COMMANDLINE
+    if groups is None and typed:
+        fail(  # '' or ',' ran every group (minutes) where the user meant to pick some
+            f"--only {only!r} names no group.",
+            hint="Give some of matmul,memory,transfer,disk,llm,finetune,external (or leave "
+            "--only out for all).",
+        )
+    if model is not None:  # a typo surfaced only after the other groups had run, or never
+        from rigwise.models import load_model
+
+        load_model(model)
     result = run_bench(
         quick=quick,
         only=groups,
