@@ -123,3 +123,16 @@ def test_unknown_name_exits_2_with_three_suggestions(args: tuple[str, ...]) -> N
 def test_bad_memory_filter_exits_2() -> None:
     code, _, err = run("gpus", "--min-memory", "24 bananas")
     assert code == 2 and "bananas" in err
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        # before: exit 2 'No accelerator matches those filters.' with no word on the typo
+        (["--vendor", "nvida"], "Unknown vendor 'nvida'. Did you mean: nvidia"),
+        (["--kind", "gpuu"], "Unknown kind 'gpuu'. Did you mean: gpu"),
+    ],
+)
+def test_a_misspelt_vendor_or_kind_suggests_the_name(args: list[str], says: str) -> None:
+    result = CliRunner().invoke(cli, ["gpus", *args])
+    assert result.exit_code == 2 and says in result.stderr

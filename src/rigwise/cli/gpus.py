@@ -170,6 +170,17 @@ def _print_notes(notes: list[str]) -> None:
 # --- commands -------------------------------------------------------------------------------------
 
 
+def _known(field: str, wanted: set[str]) -> set[str]:
+    """``wanted`` if every value is some accelerator's ``field``; a typo ('nvida') matched
+    nothing and said only 'No accelerator matches those filters'."""
+    from rigwise.errors import UnknownNameError, closest
+
+    known = {getattr(acc, field) for acc in accelerators()}
+    for value in sorted(wanted - known):
+        raise UnknownNameError(field, value, closest(value, sorted(known)))
+    return wanted
+
+
 def select(
     vendors: tuple[str, ...],
     kinds: tuple[str, ...],
@@ -178,8 +189,8 @@ def select(
 ) -> list[Accelerator]:
     """The catalog filtered the way ``rigwise gpus`` options say."""
     floor = parse_bytes(min_memory) if min_memory else 0.0
-    wanted_vendors = {v.lower() for v in vendors}
-    wanted_kinds = {k.lower() for k in kinds} or {"gpu", "unified", "tpu", "npu"}
+    wanted_vendors = _known("vendor", {v.lower() for v in vendors})
+    wanted_kinds = _known("kind", {k.lower() for k in kinds}) or {"gpu", "unified", "tpu", "npu"}
     if wanted_vendors and not kinds:  # asked by vendor: every kind of theirs, CPUs and SoCs too
         wanted_kinds |= {"cpu"}
     return [
