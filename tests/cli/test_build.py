@@ -6,8 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
-from rigwise.cli import main
+from rigwise.cli import cli, main
 
 RIGS = Path(__file__).parents[2] / "examples" / "rigs"
 
@@ -246,3 +247,20 @@ def test_an_option_of_another_question_is_bad_input(
     code, out, _ = run(capsys, "build", "llama-3.1-8b", *args, "--json")
     assert code == 2
     assert json.loads(out)["error"].startswith(says)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["build", "llama-3.1-8b"], ["validate", "training"], ["validate", "inference"]],
+)
+@pytest.mark.parametrize("folder", ["/proc", "file"])
+def test_a_plot_dir_that_cannot_be_written_is_refused_first(
+    tmp_path: Path, command: list[str], folder: str
+) -> None:
+    # before: exit 70 'internal error at pathlib.py:1044: FileNotFoundError' after the work
+    if folder == "file":
+        folder = str(tmp_path / "a-file")
+        Path(folder).write_text("x")
+    result = CliRunner().invoke(cli, [*command, "--plot-dir", folder])
+    assert result.exit_code == 2 and "cannot write into" in result.stderr
+    assert "give a writable folder" in result.stderr and "Traceback" not in result.output

@@ -10,6 +10,7 @@ import click
 from rigwise.cli._common import (
     EXIT_INFEASIBLE,
     EXIT_OK,
+    WritableFolder,
     console,
     fail,
     print_json,
@@ -132,7 +133,7 @@ def _print_check(data: dict[str, Any]) -> None:
 )
 @click.option(
     "--plot-dir",
-    type=click.Path(file_okay=False),
+    type=WritableFolder(),
     default=None,
     help="Write a price/speed plot of the builds into this folder.",
 )

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from rigwise.cli._common import console, print_json
+from rigwise.cli._common import WritableFolder, console, print_json
 
 
 @click.command("inference")
@@ -15,7 +15,7 @@ from rigwise.cli._common import console, print_json
 @click.option("--json", "as_json", is_flag=True, help="Print statistics and every row as JSON.")
 @click.option(
     "--plot-dir",
-    type=click.Path(file_okay=False),
+    type=WritableFolder(),
     help="Write HTML + PNG plots here (one for independent rows, one for fit rows).",
 )
 def command(directory: str | None, as_json: bool, plot_dir: str | None) -> None:

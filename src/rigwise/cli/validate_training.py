@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from rigwise.cli._common import EXIT_OK, print_json
+from rigwise.cli._common import EXIT_OK, WritableFolder, print_json
 
 ROLE_HEADINGS = {
     "independent": "independent rows (never used to fit a factor: the headline figures)",
@@ -20,7 +20,7 @@ ROLE_HEADINGS = {
 @click.argument("directory", required=False, type=click.Path(exists=True, file_okay=False))
 @click.option(
     "--plot-dir",
-    type=click.Path(file_okay=False),
+    type=WritableFolder(),
     help="Write predicted-vs-measured plots here (one for independent rows, one for fit rows).",
 )
 @click.option("--rows", is_flag=True, help="Also list every row with its role and error.")
