@@ -326,25 +326,6 @@ class FiniteNumber(click.ParamType):
         return number
 
 
-class WritableFolder(click.ParamType):
-    """A folder rigwise writes into (--plot-dir): made if missing, and a file can be created in
-    it, checked before the command's work (a plot into /proc was an internal error after it)."""
-
-    name = "directory"
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        import tempfile
-
-        try:
-            os.makedirs(value, exist_ok=True)
-            with tempfile.TemporaryFile(dir=value):
-                pass
-        except (OSError, ValueError) as exc:
-            reason = getattr(exc, "strerror", None) or str(exc)
-            self.fail(f"cannot write into {str(value)[:240]!r} ({reason}); give a writable folder.")
-        return value
-
-
 def harden_numbers(command: click.Command) -> click.Command:
     """Give every plain int/float option of ``command`` (and of its subcommands) the checked
     number type, once, where commands are registered: no command can forget it."""

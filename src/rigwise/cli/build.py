@@ -10,7 +10,6 @@ import click
 from rigwise.cli._common import (
     EXIT_INFEASIBLE,
     EXIT_OK,
-    WritableFolder,
     console,
     fail,
     print_json,
@@ -18,6 +17,7 @@ from rigwise.cli._common import (
     ranged_seconds,
     typed_params,
 )
+from rigwise.cli.option_types import WritableFolder
 
 
 def _today(text: str | None) -> dt.date | None:

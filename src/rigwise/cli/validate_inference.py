@@ -7,7 +7,8 @@ from typing import Any
 
 import click
 
-from rigwise.cli._common import WritableFolder, console, print_json
+from rigwise.cli._common import console, print_json
+from rigwise.cli.option_types import WritableFolder
 
 
 @click.command("inference")

@@ -7,7 +7,8 @@ from typing import Any
 
 import click
 
-from rigwise.cli._common import EXIT_OK, WritableFolder, print_json
+from rigwise.cli._common import EXIT_OK, print_json
+from rigwise.cli.option_types import WritableFolder
 
 ROLE_HEADINGS = {
     "independent": "independent rows (never used to fit a factor: the headline figures)",
