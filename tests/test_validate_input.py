@@ -111,3 +111,10 @@ def test_yaml_longer_than_the_limit_is_refused_before_parsing() -> None:
     assert load_yaml(text[: MAX_YAML_CHARS // 8].rsplit(",", 1)[0] + "]", "f")["electrodes"][
         :2
     ] == [0, 1]
+
+
+def test_yaml_refuses_a_duplicate_key_naming_it_and_its_line() -> None:
+    # before: PyYAML kept the last of the two: the first block was dropped unread
+    with pytest.raises(InputError, match=r"duplicate key 'cpu'.*line 2"):
+        load_yaml("cpu: a\ncpu: b\n", "rig file")
+    assert load_yaml("a: {cpu: 1}\nb: {cpu: 2}\n", "f") == {"a": {"cpu": 1}, "b": {"cpu": 2}}

@@ -189,10 +189,17 @@ def _validator(hook: Hook) -> Callable[[Any, Any], Any]:
 
 def number_not_flag(hint: Any) -> bool:
     """Whether ``hint`` takes a number but no bool (pydantic reads true as 1 for an int), or
-    a mapping of such numbers (``disagg``: {"prefill": {"tp": 8}})."""
+    a mapping or list of such numbers (``disagg``: {"prefill": {"tp": 8}}, slots: [1, 5])."""
+    if get_origin(hint) is typing.Annotated:
+        hint = get_args(hint)[0]
     args = get_args(hint) if get_origin(hint) in (typing.Union, type(int | None)) else (hint,)
-    if any(get_origin(a) is dict and number_not_flag(get_args(a)[-1]) for a in args):
-        return True
+    args = tuple(get_args(a)[0] if get_origin(a) is typing.Annotated else a for a in args)
+    for arg in args:
+        origin, inner = get_origin(arg), get_args(arg)
+        if origin is dict and number_not_flag(inner[-1]):
+            return True
+        if origin in (list, tuple) and any(number_not_flag(i) for i in inner if i is not ...):
+            return True
     return bool({int, float} & set(args)) and bool not in args
 
 
@@ -204,6 +211,9 @@ def _flag(value: Any, where: str = "") -> str | None:
     if isinstance(value, Mapping):
         found = (_flag(v, f"{where}.{k}" if where else str(k)) for k, v in value.items())
         return next((f for f in found if f is not None), None)
+    if isinstance(value, list | tuple):
+        items = (_flag(v, f"{where}.{i}" if where else str(i)) for i, v in enumerate(value))
+        return next((f for f in items if f is not None), None)
     return None
 
 

@@ -149,8 +149,9 @@ def decode_text(data: bytes, where: str) -> str:
 
 @functools.cache
 def _bounded_loader() -> Any:
-    """PyYAML's safe loader without aliases (billion laughs) and with bounded nesting (the
-    composer recurses once per level, so a 50,000-deep document would hit RecursionError).
+    """PyYAML's safe loader without aliases (billion laughs), with bounded nesting (the
+    composer recurses once per level, so a 50,000-deep document would hit RecursionError) and
+    without duplicate keys.
     Made on first use: a command that reads no YAML does not import PyYAML."""
     import yaml
 
@@ -175,6 +176,18 @@ def _bounded_loader() -> Any:
                 return super().compose_node(parent, index)
             finally:
                 self._depth -= 1
+
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            # PyYAML keeps the last of two equal keys: the first block was dropped unread
+            seen: set[str] = set()
+            for key_node, _ in node.value:
+                if isinstance(key_node, yaml.ScalarNode):
+                    if key_node.value in seen:
+                        raise yaml.constructor.ConstructorError(
+                            None, None, f"duplicate key {key_node.value!r}", key_node.start_mark
+                        )
+                    seen.add(key_node.value)
+            return super().construct_mapping(node, deep=deep)
 
     return BoundedLoader
 

@@ -91,3 +91,24 @@ def test_rig_file_attacks_exit_2(tmp_path: Path, text: str) -> None:
     path = tmp_path / "rig.yaml"
     path.write_text(text, encoding="utf-8")
     assert rig_check(path) == 2
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "says"),
+    [
+        # before: exit 0 with one 32 GB module (true read as 1)
+        ("count: 4", "count: true", "key 'ram.count' = True: Value error, true is not a number"),
+        ("slots: [1, 5]", "slots: [true, 5]", "key 'gpus.0.slots': Value error, 0 = true is"),
+        # before: exit 0, the second 'cpu:' silently replaced the first
+        ("cpu: epyc-7302p", "cpu: epyc-7302p\ncpu: epyc-7302p", "duplicate key 'cpu'"),
+    ],
+)
+def test_a_bool_for_a_number_or_a_duplicate_key_is_named(
+    tmp_path: Path, old: str, new: str, says: str
+) -> None:
+    text = (Path(__file__).parents[2] / "examples/rigs/good-2x-3090-nvlink.yaml").read_text()
+    assert old in text
+    path = tmp_path / "rig.yaml"
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+    result = CliRunner().invoke(cli, ["rig", "check", str(path)])
+    assert result.exit_code == 2 and says in result.stderr

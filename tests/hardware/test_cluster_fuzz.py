@@ -72,6 +72,10 @@ BILLION_LAUGHS = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
         ("nodes: [{on: '99999999999999999999x h100-sxm'}]", "out of range"),
         ("nodes: [{on: rtx-4090, host_memory_gb: .nan}]", "host_memory_gb"),
         ("\x00\x01binary", "binary"),
+        # before: one node (true read as 1)
+        ("nodes: [{on: rtx-4090, count: true}]", "'nodes.0.count' = True: Value error, true is"),
+        # before: the second 'nodes' replaced the first without a word
+        ("nodes: [{on: rtx-4090}]\nnodes: [{on: h100-sxm}]", "duplicate key 'nodes'"),
     ],
 )
 def test_attacks_are_named_errors(tmp_path: Path, text: str, message: str) -> None:

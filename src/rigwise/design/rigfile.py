@@ -31,10 +31,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import ConfigDict, Field, ValidationError, model_validator
 
 from rigwise.design import parts
 from rigwise.errors import InputError, shown_value, validation_message
+from rigwise.file_model import FileModel
 from rigwise.hardware import Accelerator
 
 GpuLookup = Callable[[str], Accelerator]
@@ -46,7 +47,7 @@ _MAX_WATTS = 100_000.0
 _Name = Annotated[str, Field(min_length=1, max_length=200)]
 
 
-class _Model(BaseModel):
+class _Model(FileModel):
     model_config = ConfigDict(
         extra="forbid", frozen=True, populate_by_name=True, allow_inf_nan=False
     )

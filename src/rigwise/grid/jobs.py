@@ -17,10 +17,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 from sqlalchemy.orm import Session
 
 from rigwise.errors import InputError
+from rigwise.file_model import FileModel
 from rigwise.grid.db import JobRow
 from rigwise.grid.harness import MODULE as HARNESS_MODULE
 from rigwise.grid.harness import grid_dataset
@@ -33,7 +34,7 @@ STATES = ("queued", "running", "succeeded", "failed", "cancelled")
 FINAL_STATES = ("succeeded", "failed", "cancelled")
 
 
-class _Hardware(BaseModel):
+class _Hardware(FileModel):
     model_config = ConfigDict(extra="forbid")
     nodes: int = Field(default=1, ge=1)
     cpus_per_node: float = Field(default=1.0, gt=0)
@@ -44,19 +45,19 @@ class _Hardware(BaseModel):
     labels: dict[str, str] = Field(default_factory=dict)
 
 
-class _Software(BaseModel):
+class _Software(FileModel):
     model_config = ConfigDict(extra="forbid")
     env: dict[str, str] = Field(default_factory=dict)
     requires: list[str] = Field(default_factory=list)
 
 
-class _Template(BaseModel):
+class _Template(FileModel):
     model_config = ConfigDict(extra="forbid")
     save_as: str | None = None
     uses: str | None = None
 
 
-class _JobFile(BaseModel):
+class _JobFile(FileModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(min_length=1, max_length=200)
     kind: Literal["train", "evaluate", "serve", "command"]

@@ -9,9 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from rigwise.errors import InputError, shown_value
+from rigwise.file_model import FileModel
 from rigwise.hardware.catalog import link_catalog
 from rigwise.hardware.nodes import MAX_NODE_TEXT, MAX_NODES, check_cluster_size, node_from_text
 from rigwise.hardware.types import Cluster, Node
@@ -21,7 +22,7 @@ _EXAMPLE = 'nodes: [{on: "2x rtx-3090+nvlink", count: 2}]\nnetwork: 10gbe'
 MAX_CLUSTER_FILE_BYTES = 1024 * 1024
 
 
-class ClusterNodeEntry(BaseModel):
+class ClusterNodeEntry(FileModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     on: Annotated[str, Field(min_length=1, max_length=MAX_NODE_TEXT)]
@@ -29,7 +30,7 @@ class ClusterNodeEntry(BaseModel):
     host_memory_gb: Annotated[float, Field(gt=0, le=1e9, allow_inf_nan=False)] | None = None
 
 
-class ClusterFile(BaseModel):
+class ClusterFile(FileModel):
     model_config = ConfigDict(extra="forbid")
 
     nodes: Annotated[list[ClusterNodeEntry], Field(min_length=1, max_length=10_000)]

@@ -15,10 +15,11 @@ import re
 import sqlite3
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from rigwise import __version__
 from rigwise.errors import InputError
+from rigwise.file_model import FileModel
 from rigwise.oi.constants import Constants
 from rigwise.oi.health import HEALTH_RULES_VERSION
 from rigwise.oi.interlocks import RULES_VERSION
@@ -29,7 +30,7 @@ from rigwise.validate_input import load_yaml, validated
 FINAL = ("completed", "failed", "cancelled")
 
 
-class Stimulation(BaseModel):
+class Stimulation(FileModel):
     model_config = ConfigDict(extra="forbid")
     waveform: Literal["biphasic"] = "biphasic"
     charge_balanced: bool = True
@@ -44,7 +45,7 @@ class Stimulation(BaseModel):
 IDENTITY = r"^[a-z0-9][a-z0-9._-]{0,63}@v[0-9]{1,6}$"
 
 
-class ExperimentSpec(BaseModel):
+class ExperimentSpec(FileModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(min_length=1, max_length=80)
     organoid: str = Field(pattern=IDENTITY, description="Versioned identity, e.g. org-7@v2")
