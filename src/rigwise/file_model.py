@@ -1,6 +1,7 @@
 """``FileModel``: the pydantic base of what a user's file holds (rig, cluster, experiment and
 job files): unknown keys are errors, and a bool is no number (pydantic's lax mode reads
-``count: true`` as 1)."""
+``count: true`` as 1). Not for a model with a discriminator field (pydantic refuses a "before"
+validator on one: oi/driver_config.py)."""
 
 from __future__ import annotations
 

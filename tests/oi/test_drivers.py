@@ -189,6 +189,13 @@ sensors:
         ),
         ("pumps: {}\nheater: {pin: 1}\nsensors: {ph: {type: ezo, kind: orp, address: 99}}", "kind"),
         ("[not, a, mapping]", "Bad drivers file"),
+        # before: pydantic's report cut at 3 lines: "3 validation errors for DriverConfig
+        # pumps.feed.pwm.duty   Input should be less than or equal to 1 [type=less_than_equal,"
+        (
+            "pumps: {feed: {type: pwm, pin: 18, duty: 2, flow_ml_per_s: 1}}\nheater: {pin: 1}\n"
+            "sensors: {}",
+            "key 'pumps.feed.pwm.duty' = 2: Input should be less than or equal to 1.",
+        ),
     ],
 )
 def test_bad_driver_files_name_the_problem(tmp_path: Path, text: str, words: str) -> None:

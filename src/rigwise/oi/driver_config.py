@@ -20,15 +20,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from rigwise.errors import InputError
 from rigwise.oi.drivers import Ds18b20, EzoSensor, GpioHeater, GpioPwmPump, GpioStepperPump
 from rigwise.oi.hw import Actuator, Clock, Sensor, fit_pump_calibration, nominal_calibration
-from rigwise.validate_input import load_yaml, read_user_text
+from rigwise.validate_input import load_yaml, read_user_text, validated
 
 
-class _Strict(BaseModel):
+class _Strict(BaseModel):  # not FileModel: its "*" validator breaks a discriminator
     model_config = ConfigDict(extra="forbid")
 
 
@@ -90,14 +90,12 @@ def load_config(path: str | Path) -> DriverConfig:
             hint="Write one as in docs/oi.md (section Real hardware).",
         )
     data = load_yaml(read_user_text(file, "drivers file"), f"Drivers file {str(file)!r}")
-    try:
-        return DriverConfig.model_validate(data)
-    except ValidationError as exc:
-        problems = str(exc).splitlines()
-        raise InputError(
-            f"Bad drivers file {str(file)!r}: {' '.join(problems[:3])}",
-            hint="See docs/oi.md (section Real hardware) for the fields.",
-        ) from exc
+    return validated(  # each bad key with its value and rule, not pydantic's report
+        DriverConfig,
+        data,
+        f"Bad drivers file {str(file)!r}",
+        "See docs/oi.md (section Real hardware) for the fields.",
+    )
 
 
 def _pump(name: str, cfg: PwmPump | StepperPump, clock: Clock, factory: Any) -> Actuator:
