@@ -12,6 +12,7 @@ from rigwise.errors import InputError, shown_value, validation_message
 from rigwise.validate_input import (
     MAX_NESTING,
     MAX_YAML_CHARS,
+    check_option_names,
     load_json,
     load_yaml,
     open_text_lines,
@@ -118,3 +119,27 @@ def test_yaml_refuses_a_duplicate_key_naming_it_and_its_line() -> None:
     with pytest.raises(InputError, match=r"duplicate key 'cpu'.*line 2"):
         load_yaml("cpu: a\ncpu: b\n", "rig file")
     assert load_yaml("a: {cpu: 1}\nb: {cpu: 2}\n", "f") == {"a": {"cpu": 1}, "b": {"cpu": 2}}
+
+
+def test_unknown_option_names_itself_and_the_option_it_likely_means() -> None:
+    train_names = ("model", "on", "seq", "global_batch", "recompute", "precision")
+    infer_names = ("model", "on", "context", "prompt", "gen", "quant", "max_batch")
+    check_option_names({"model": "m", "seq": 8}, train_names, "train")  # all known: no error
+    # The other command's (or an engine's) name for the option comes first ...
+    with pytest.raises(InputError, match="Unknown option 'context' for train") as train:
+        check_option_names({"model": "m", "context": 4096}, train_names, "train")
+    assert (train.value.hint or "").startswith("Did you mean: seq,")
+    with pytest.raises(InputError, match="Unknown option 'seq' for infer") as infer:
+        check_option_names({"seq": 4096}, infer_names, "infer")
+    assert (infer.value.hint or "").startswith("Did you mean: context,")
+    with pytest.raises(InputError) as engine:
+        check_option_names({"max_num_seqs": 64}, infer_names, "infer")
+    assert (engine.value.hint or "").startswith("Did you mean: max_batch,")
+    # ... a misspelling gets its closest spellings, and a mapped name that is not an option of
+    # this command is not suggested (quantization -> quant only where quant exists).
+    with pytest.raises(InputError) as typo:
+        check_option_names({"promt": 1}, infer_names, "infer")
+    assert (typo.value.hint or "").startswith("Did you mean: prompt")
+    with pytest.raises(InputError) as missing:
+        check_option_names({"quantization": "fp8"}, train_names, "train")
+    assert "quant," not in (missing.value.hint or "") and "precision" in (missing.value.hint or "")

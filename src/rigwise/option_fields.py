@@ -170,6 +170,11 @@ def parse(cls: type[Any], data: object) -> Any:
     return options
 
 
+def option_names(cls: type[Any]) -> frozenset[str]:
+    """The field names of an options dataclass (what ``parse`` accepts as keys)."""
+    return _spec(cls).names
+
+
 def given_fields(options: Any) -> dict[str, object]:
     """The fields of an options dataclass that differ from their defaults (what was given)."""
     defaults = _spec(type(options)).defaults

@@ -14,7 +14,7 @@ import functools
 import json
 import stat
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 
 if TYPE_CHECKING:
@@ -311,3 +311,44 @@ def merged_options(options: object | None, fields: Mapping[str, object]) -> dict
         return {**given_fields(options), **fields}
     dump = options.model_dump(exclude_unset=True)  # type: ignore[attr-defined]
     return {**dump, **fields}
+
+
+# Names people bring from the other command, or from engines' and benchmarks' flags, for an option
+# this command calls otherwise (only used where the name is not an option and the target is).
+OTHER_NAMES = {
+    "seq": "context",
+    "seq_len": "context",
+    "ctx": "context",
+    "max_model_len": "context",
+    "input_len": "prompt",
+    "output_len": "gen",
+    "max_tokens": "gen",
+    "max_num_seqs": "max_batch",
+    "context": "seq",
+    "context_length": "seq",
+    "prompt": "seq",
+    "batch_size": "global_batch",
+    "quant": "precision",
+    "hardware": "on",
+    "quantization": "quant",
+}
+
+
+def check_option_names(given: Mapping[str, object], names: Iterable[str], command: str) -> None:
+    """``InputError`` for the first key of ``given`` that is not an option of ``command``
+    (``names``), suggesting the option it likely means: the name ``OTHER_NAMES`` maps it to,
+    then the closest spellings."""
+    known = frozenset(names)
+    unknown = sorted(name for name in given if name not in known)
+    if not unknown:
+        return
+    from rigwise.errors import closest
+
+    name = str(unknown[0])
+    other = OTHER_NAMES.get(name)
+    likely = [other] if other in known else []
+    likely += [n for n in closest(name, sorted(known)) if n not in likely][: 3 - len(likely)]
+    raise InputError(
+        f"Unknown option {shown_value(name)} for {command}.",
+        hint=f"Did you mean: {', '.join(likely)}? See `rigwise {command} --help`.",
+    )

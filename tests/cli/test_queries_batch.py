@@ -14,8 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from tests.cli.test_train import run
 
+from rigwise.cli import cli
 from rigwise.cli._common import _answer, _outcome, _parse
 
 INFER_LINES = [
@@ -181,3 +183,22 @@ def test_options_beside_queries_are_bad_input(
     )
     code, out = run([command, "--queries", str(path), "--json"])  # --json alone is fine
     assert code in (0, 1) and "error" not in json.loads(out.splitlines()[0])
+
+
+def test_queries_unknown_key_suggests_the_other_commands_name(tmp_path: Path) -> None:
+    """infer and train answer an unknown key alike: named, with the option it likely means."""
+    path = tmp_path / "q.jsonl"
+    path.write_text(
+        '{"model": "llama-3.1-8b", "on": "rtx-4090", "seq": 4096}\n'
+        '{"model": "llama-3.1-8b", "on": "8x h100-sxm", "context": 4096}\n',
+        encoding="utf-8",
+    )
+    infer = CliRunner().invoke(cli, ["infer", "--queries", str(path)])
+    train = CliRunner().invoke(cli, ["train", "--queries", str(path)])
+    infer_first = json.loads(infer.stdout.splitlines()[0])
+    train_second = json.loads(train.stdout.splitlines()[1])
+    assert infer_first["error"] == "line 1: Unknown option 'seq' for infer."
+    assert infer_first["hint"].startswith("Did you mean: context,")
+    assert train_second["error"] == "line 2: Unknown option 'context' for train."
+    assert train_second["hint"].startswith("Did you mean: seq,")
+    assert infer.exit_code == train.exit_code == 2

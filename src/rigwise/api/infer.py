@@ -49,6 +49,7 @@ from rigwise.estimate.serving_layout import (
 )
 from rigwise.hardware import Cluster, Link
 from rigwise.models import ModelSpec
+from rigwise.option_fields import option_names
 from rigwise.plans import (
     DOES_NOT_FIT,
     InferenceLayout,
@@ -59,7 +60,7 @@ from rigwise.plans import (
 )
 from rigwise.serialize import register_json_finish
 from rigwise.units import parse_seconds
-from rigwise.validate_input import merged_options, validated
+from rigwise.validate_input import check_option_names, merged_options, validated
 
 T = TypeVar("T")
 
@@ -94,6 +95,7 @@ def _options(options: InferOptions | None, fields: Mapping[str, object]) -> Infe
     if options is not None and not fields:
         return options
     given = merged_options(options, fields)
+    check_option_names(given, option_names(InferOptions), "infer")
     return validated(InferOptions, given, "Bad option", "See `rigwise infer --help`.")
 
 

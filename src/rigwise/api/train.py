@@ -38,7 +38,7 @@ from rigwise.search import (
     prune_rules,
     search_layouts,
 )
-from rigwise.validate_input import merged_options, validated
+from rigwise.validate_input import check_option_names, merged_options, validated
 
 Notes = tuple[str, ...]
 Search = Callable[..., SearchResult]  # search_layouts, or a batch's memo of it
@@ -151,12 +151,7 @@ def _given(options: TrainOptions | None, fields: Mapping[str, object]) -> dict[s
 
 
 def _validated(options: Mapping[str, object]) -> TrainOptions:
-    unknown = sorted(set(options) - set(TrainOptions.model_fields))
-    if unknown:
-        from rigwise.errors import closest
-
-        hint = f"Did you mean: {', '.join(closest(unknown[0], TrainOptions.model_fields))}?"
-        raise InputError(f"Unknown option {unknown[0]!r}.", hint=hint)
+    check_option_names(options, TrainOptions.model_fields, "train")
     calibration = options.get("calibration")
     if isinstance(calibration, Mapping):
         options = {**options, "calibration": dict(calibration)}
