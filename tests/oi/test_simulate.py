@@ -100,3 +100,15 @@ def test_bad_fault_specs_name_the_fix(text: str) -> None:
     with pytest.raises(InputError) as err:
         parse_fault(text)
     assert text.split("@")[0] in str(err.value) or "fault" in str(err.value).lower()
+
+
+def test_fault_or_ack_after_the_end_is_refused_not_silently_skipped() -> None:
+    """A fault or an acknowledgement the run never reaches would report a clean run."""
+    with pytest.raises(InputError, match="starts after the simulation's end") as fault:
+        simulate(days=1, faults=(parse_fault("occlusion@400d"),))
+    assert "simulate more --days" in (fault.value.hint or "")
+    with pytest.raises(InputError, match="Ack time 172800s is after the simulation's end"):
+        simulate(days=1, acks=(172_800.0,))
+    # One that starts inside the run still runs (and raises its alarm).
+    report = simulate(days=1, faults=(parse_fault("occlusion@12h+1h"),))
+    assert report.alarms

@@ -98,14 +98,29 @@ def build_sim(
     return SimRig(plant, ctrl, clock, pumps)
 
 
-def _check(days: float, period_s: float, acks: tuple[float, ...]) -> None:
+def _check(
+    days: float, period_s: float, acks: tuple[float, ...], faults: tuple[FaultSpec, ...]
+) -> None:
     if not 0 < days <= MAX_DAYS:
         raise InputError(f"--days {days:g} is out of range.", hint=f"Use 0 < days <= {MAX_DAYS:g}.")
     if not 1.0 <= period_s <= 3600.0:
         raise InputError(f"--period {period_s:g}s is out of range.", hint="Use 1s to 1h.")
+    end_s = days * 86400.0
     for a in acks:
         if a < 0:
             raise InputError(f"Ack time {a:g}s is negative.", hint="Give a time like 4d.")
+        if a >= end_s:
+            raise InputError(
+                f"Ack time {a:g}s is after the simulation's end ({days:g} days = {end_s:g}s).",
+                hint=f"Give a time before {days:g}d, or simulate more --days.",
+            )
+    for fault in faults:
+        if fault.start_s >= end_s:
+            raise InputError(
+                f"Fault {fault.label()} starts after the simulation's end "
+                f"({days:g} days = {end_s:g}s): it would never happen.",
+                hint=f"Give a start before {days:g}d, or simulate more --days.",
+            )
 
 
 def simulate(
@@ -119,7 +134,7 @@ def simulate(
     constants: Constants | None = None,
     store: Store | None = None,
 ) -> SimulationReport:
-    _check(days, period_s, acks)
+    _check(days, period_s, acks, faults)
     c = constants or load_constants()
     store = store or Store()
     rig = build_sim(c, faults, seed, store, period_s=period_s, recycle=recycle)
