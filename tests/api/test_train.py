@@ -207,3 +207,10 @@ def test_mxfp8_needs_blackwell_and_plans_there() -> None:
         plan_training(model="llama-3.2-1b", on="h100-sxm", precision="fp8", float8_scaling="mxfp8")
     plan = plan_training(model="llama-3.2-1b", on="b200", precision="fp8", float8_scaling="mxfp8")
     assert plan.fits
+
+
+def test_expert_parallel_on_a_dense_model_is_bad_input_as_in_infer() -> None:
+    # before: exit 1, "does not fit: ep does not divide the experts or dp" (infer: bad input)
+    with pytest.raises(InputError, match=r"--ep 2 asks for expert parallel, but llama-3\.1-8b"):
+        plan_training(model="llama-3.1-8b", on="4x h100-sxm", ep=2)
+    assert plan_training(model="llama-3.1-8b", on="4x h100-sxm", ep=1).fits

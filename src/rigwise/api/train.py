@@ -200,6 +200,10 @@ def prepared(options: TrainOptions | None, fields: Mapping[str, object]) -> tupl
         applied = ", ".join(f"{k}={v}" for k, v in preset.items() if k not in given)
         notes = (f"{opts.framework} defaults: {applied or 'none needed'}",)
     _check_precision(opts, fabric.accelerator)
+    if (opts.ep or 1) > 1:  # as infer: a dense model has no experts to shard
+        from rigwise.estimate.serving_layout import check_expert_parallel
+
+        check_expert_parallel(spec, opts.ep or 1)
     factors = _factors(fabric.accelerator.id, opts.calibration)
     return _Setup(opts, spec, geo, fabric, factors, gpus), notes
 
