@@ -143,3 +143,17 @@ def test_unknown_option_names_itself_and_the_option_it_likely_means() -> None:
     with pytest.raises(InputError) as missing:
         check_option_names({"quantization": "fp8"}, train_names, "train")
     assert "quant," not in (missing.value.hint or "") and "precision" in (missing.value.hint or "")
+
+
+def test_nan_is_named_as_not_a_number_not_as_a_failed_bound() -> None:
+    class Dose(BaseModel):
+        amplitude_ua: float = Field(gt=0)
+
+    with pytest.raises(ValidationError) as nan:
+        Dose(amplitude_ua=float("nan"))
+    assert validation_message(nan.value, "experiment") == (
+        "experiment: key 'amplitude_ua' = nan: not a number (NaN); give a finite number."
+    )
+    with pytest.raises(ValidationError) as negative:  # a real number keeps pydantic's rule
+        Dose(amplitude_ua=-1.0)
+    assert "greater than 0" in validation_message(negative.value, "experiment")

@@ -94,6 +94,8 @@ def validation_message(error: object, where: str = "input", *, most: int = 3) ->
         value = item.get("input")
         got = "" if isinstance(value, dict | list) else f" = {shown_value(value)}"
         message = str(item.get("msg", "invalid")).rstrip(".")
+        if isinstance(value, float) and value != value:  # NaN fails every bound, says none
+            message = "not a number (NaN); give a finite number"
         parts.append(f"key {key!r}{got}: {message}")
     extra = len(errors) - most
     more = f" (and {extra} more)" if extra > 0 else ""
