@@ -17,6 +17,9 @@ from rigwise.cli.oi_experiments import (  # the options are shared with the expe
     experiments,
     json_option,
 )
+from rigwise.errors import shown_value
+
+MAX_SOURCE_CHARS = 300  # one provenance line (balance, operator, date), stored with every fit
 
 
 def _seconds(text: str, what: str) -> float:
@@ -316,6 +319,11 @@ def calibrate_pump(
             fail(f"Bad --run {text!r}. Write SECONDS:GRAMS, e.g. 60:1.01.")
     if not 0.5 <= density <= 2.0:
         fail(f"--density {density:g} g/mL is implausible. Use ~1.0 (medium 1.007, water 0.997).")
+    if not source.strip() or len(source) > MAX_SOURCE_CHARS or not source.isprintable():
+        fail(
+            f"--source {shown_value(source)} is not a provenance line. Give one printable line "
+            f"of at most {MAX_SOURCE_CHARS} characters: balance, operator, date."
+        )
     cal = fit_pump_calibration(pump, parsed, density_g_per_ml=density, source=source)
     store = _store(db)
     data = {
