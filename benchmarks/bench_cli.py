@@ -5,8 +5,9 @@ Run: .venv/bin/python benchmarks/bench_cli.py [--runs 5] [--queries 2000] [--rep
 Prints, next to the figures issue #12 started from (an idle 2-core machine, before the layout
 work): the whole process ``rigwise infer llama-3.1-8b --on rtx-4090`` (best of N runs, and the
 import time of the modules it loads), and the ``--queries`` rate of inference and training plans
-(levers off, as a sweep would run them). The machine's load is printed too: on a shared, busy
-machine every figure is slower than on the idle one the targets are for.
+(levers off, as a sweep would run them), in full and with ``--fields`` (a typical sweep's few
+numbers: only those parts of each plan are turned into JSON). The machine's load is printed
+too: on a shared, busy machine every figure is slower than on the idle one the targets are for.
 """
 
 from __future__ import annotations
@@ -25,6 +26,12 @@ from pathlib import Path
 OLD = {"process_s": 0.33, "infer_plans_per_s": 3000.0, "train_plans_per_s": 620.0}
 TARGET = {"process_s": 0.150, "infer_plans_per_s": 20_000.0, "train_plans_per_s": 5_000.0}
 COMMAND = ["-m", "rigwise", "infer", "llama-3.1-8b", "--on", "rtx-4090"]
+# What a sweep typically reads of each plan (`--fields`): the verdict, a speed and its range,
+# a latency and the memory.
+INFER_FIELDS = (
+    "verdict,decode.tokens_per_s,decode.tokens_per_s_interval,serving.tpot_s,memory.total_bytes"
+)
+TRAIN_FIELDS = "fits,tokens_per_s,tokens_per_s_interval,mfu,step.seconds,memory_per_gpu.total_bytes"
 
 
 # Children may write bytecode: with PYTHONDONTWRITEBYTECODE set (some shells set it), a
@@ -82,13 +89,16 @@ def import_seconds() -> list[tuple[float, str]]:
     return sorted(rows, reverse=True)[:8]
 
 
-def queries_rate(command: str, lines: list[dict[str, object]], runs: int) -> tuple[float, float]:
-    """Plans per second of ``rigwise COMMAND --queries FILE`` (start-up subtracted: the best
+def queries_rate(
+    command: str, lines: list[dict[str, object]], runs: int, fields: str | None = None
+) -> tuple[float, float]:
+    """Plans per second of ``rigwise COMMAND --queries FILE [--fields F]`` (start-up
+    subtracted: the best
     of ``runs`` of the file and of its first line alone), by wall and by CPU time. A file that
     runs within the start-up's noise of a one-line file is repeated (x10, at most twice) until
     the difference can be told from it: subtracting two near-equal times gave absurd rates."""
     for _ in range(3):
-        total, startup = _timed_file(command, lines, runs)
+        total, startup = _timed_file(command, lines, runs, fields)
         if min(t - s for t, s in zip(total, startup, strict=True)) >= RESOLUTION_S:
             return tuple(  # type: ignore[return-value]
                 (len(lines) - 1) / (t - s) for t, s in zip(total, startup, strict=True)
@@ -103,16 +113,17 @@ RESOLUTION_S = 0.2
 
 
 def _timed_file(
-    command: str, lines: list[dict[str, object]], runs: int
+    command: str, lines: list[dict[str, object]], runs: int, fields: str | None = None
 ) -> tuple[tuple[float, float], tuple[float, float]]:
     """(best wall, CPU) of the whole file and of its first line alone."""
+    extra = [] if fields is None else ["--fields", fields]
     with tempfile.TemporaryDirectory(prefix="bench-cli-") as folder:
         path = Path(folder) / "queries.jsonl"
         path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
         one = path.with_name("one.jsonl")
         one.write_text(json.dumps(lines[0]) + "\n", encoding="utf-8")
-        total = best_of(runs, ["-m", "rigwise", command, "--queries", str(path)])
-        startup = best_of(runs, ["-m", "rigwise", command, "--queries", str(one)])
+        total = best_of(runs, ["-m", "rigwise", command, "--queries", str(path), *extra])
+        startup = best_of(runs, ["-m", "rigwise", command, "--queries", str(one), *extra])
     return total, startup
 
 
@@ -194,9 +205,12 @@ def main() -> None:
     process = best_of(args.runs, COMMAND)
     trains = max(args.queries // 4, 50)
     infer = queries_rate("infer", _infer_lines(args.queries), args.repeat)
-    infer_distinct = queries_rate("infer", _infer_lines_distinct(args.queries), args.repeat)
+    distinct, trains_distinct = _infer_lines_distinct(args.queries), _train_lines_distinct(trains)
+    infer_distinct = queries_rate("infer", distinct, args.repeat)
     train = queries_rate("train", _train_lines(trains), args.repeat)
-    train_distinct = queries_rate("train", _train_lines_distinct(trains), args.repeat)
+    train_distinct = queries_rate("train", trains_distinct, args.repeat)
+    infer_fields = queries_rate("infer", distinct, args.repeat, INFER_FIELDS)
+    train_fields = queries_rate("train", trains_distinct, args.repeat, TRAIN_FIELDS)
     print(f"load average after the runs: {_load()}")
     bare, floor = best_of(args.runs, ["-c", "pass"]), best_of(args.runs, ["-c", FLOOR_IMPORTS])
     old_floor = best_of(args.runs, ["-c", OLD_FLOOR_IMPORTS])
@@ -213,8 +227,10 @@ def main() -> None:
         ("infer, whole process", "process_s", process, "{:.3f} s"),
         ("--queries infer", "infer_plans_per_s", infer, "{:,.0f}/s"),
         ("--queries infer, distinct", "infer_plans_per_s", infer_distinct, "{:,.0f}/s"),
+        ("  with --fields", "infer_plans_per_s", infer_fields, "{:,.0f}/s"),
         ("--queries train", "train_plans_per_s", train, "{:,.0f}/s"),
         ("--queries train, distinct", "train_plans_per_s", train_distinct, "{:,.0f}/s"),
+        ("  with --fields", "train_plans_per_s", train_fields, "{:,.0f}/s"),
     )
     for label, key, now, fmt in rows:
         cells = [
@@ -227,6 +243,7 @@ def main() -> None:
         "(distinct: every line differs; the other files repeat 16 and 8 queries, and a line seen "
         "before is answered from its first plan)"
     )
+    print(f"--fields: infer {INFER_FIELDS}; train {TRAIN_FIELDS}")
     print("slowest imports of `rigwise infer` (cumulative):")
     for seconds, name in import_seconds():
         print(f"  {seconds * 1e3:7.0f} ms  {name.strip()}")

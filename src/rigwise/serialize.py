@@ -1,7 +1,8 @@
 """Plain-JSON views of results, written once: ``to_jsonable``.
 
 Used by the CLI's ``--json``, ``--queries``, the web API and the grid alike. A dataclass becomes
-its fields in order, then the properties its class names in ``json_properties``. Field metadata
+its fields in order, then the properties its class names in ``json_properties`` (or, where its
+class names ``json_keys``, those attributes in that order). Field metadata
 shapes the JSON without a hand-written ``to_dict``:
 
 - ``JSON_KEY``: the field's key in the JSON (``{JSON_KEY: "accelerator"}``);
@@ -13,7 +14,8 @@ shapes the JSON without a hand-written ``to_dict``:
 
 A module that makes a kind of result may register one function that finishes its JSON
 (``register_json_finish``: the P10-P90 ranges beside a plan's numbers), so this module needs
-no import of the layers above it.
+no import of the layers above it. ``to_jsonable_part`` makes only some keys of an object's
+JSON (``--fields``), the same values the whole JSON holds.
 
 Enums become their values, tuples and sets lists, non-finite floats ``null``, pydantic models
 their ``model_dump()``. Classes that still define ``to_dict`` are asked for it.
@@ -44,22 +46,110 @@ _Plan: TypeAlias = tuple[
     tuple[tuple[str, str, int, "Mapping[str, str] | None"], ...], tuple[str, ...]
 ]
 _PLANS: dict[type, _Plan] = {}
+Adds: TypeAlias = "Mapping[str, tuple[str, ...]]"
 _FINISH: dict[type, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+# per class: finish(instance, part of its JSON), and the dotted keys the finish adds
+_FINISH_PART: dict[type, tuple[Callable[[Any, dict[str, Any]], dict[str, Any]], Adds]] = {}
+_GENERIC: dict[type, bool] = {}
 
 
-def register_json_finish(cls: type, finish: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
-    """``finish(json_object)`` runs on every JSON object made from a ``cls`` instance."""
+def register_json_finish(
+    cls: type,
+    finish: Callable[[dict[str, Any]], dict[str, Any]],
+    part: Callable[[Any, dict[str, Any]], dict[str, Any]] | None = None,
+    adds: Adds | None = None,
+) -> None:
+    """``finish(json_object)`` runs on every JSON object made from a ``cls`` instance.
+    ``part(instance, json_part)`` does the same to a part of it (``to_jsonable_part``);
+    ``adds``: the dotted keys the finish adds or changes (``intervals.*``: ``intervals`` and
+    any key below it), each with the dotted keys it is made from (a part that holds an added
+    key holds them)."""
     _FINISH[cls] = finish
+    if part is not None:
+        _FINISH_PART[cls] = (part, adds or {})
+
+
+def finish_adds(cls: type) -> Adds:
+    """The dotted keys that the finish registered for ``cls`` adds to its JSON, each with the
+    dotted keys it is made from."""
+    found = _FINISH_PART.get(cls)
+    return found[1] if found is not None else {}
+
+
+# Some keys of a JSON object, each with the keys wanted below it (None: all of its value).
+KeyTree: TypeAlias = "Mapping[str, KeyTree | None]"
+
+
+def to_jsonable_part(value: object, keys: KeyTree, finish: bool) -> dict[str, Any]:
+    """The part of ``value``'s JSON object that ``keys`` name (those it has), each value as
+    the whole JSON holds it: a dataclass made by ``_dataclass`` is entered only along
+    ``keys``, any other value is converted whole. With ``finish``, the class's ``part``
+    finish adds its keys to the part (``keys`` must name what they are made from: see
+    ``register_json_finish``); the whole JSON where the class has a finish but no part."""
+    cls = type(value)
+    part = _FINISH_PART.get(cls) if finish else None
+    if (finish and part is None and cls in _FINISH) or not _generic(cls):
+        whole: dict[str, Any] = to_jsonable(value)
+        return whole
+    by_key, inlined = _index(cls)
+    out: dict[str, Json] = {}
+    for key, below in keys.items():
+        if key in by_key:
+            field = by_key[key]
+            if field is None:  # a property
+                out[key] = to_jsonable(getattr(value, key))
+            else:
+                _part_of_field(out, getattr(value, field[0]), field, below)
+    for field in inlined:
+        _part_of_field(out, getattr(value, field[0]), field, None)
+    return out if part is None else part[0](value, out)
+
+
+_Field: TypeAlias = tuple[str, str, int, "Mapping[str, str] | None"]
+_INDEX: dict[type, tuple[dict[str, _Field | None], tuple[_Field, ...]]] = {}
+
+
+def _index(cls: type) -> tuple[dict[str, _Field | None], tuple[_Field, ...]]:
+    """A generic class's fields by JSON key (None: a property), and its inlined fields."""
+    found = _INDEX.get(cls)
+    if found is None:
+        fields, properties = _plan(cls)
+        by_key: dict[str, _Field | None] = {f[1]: f for f in fields if not f[2] & _INLINE}
+        by_key.update(dict.fromkeys(properties))  # written after the fields: they win
+        found = (by_key, tuple(f for f in fields if f[2] & _INLINE))
+        _INDEX[cls] = found
+    return found
+
+
+def _part_of_field(
+    out: dict[str, Json], item: object, field: _Field, below: KeyTree | None
+) -> None:
+    """The part of one field's JSON that ``below`` names (None: all of it) into ``out``."""
+    _, key, flags, inner = field
+    kind = type(item)
+    if below is None or flags & _INLINE or kind in _FINISH or not _generic(kind):
+        _shaped(out, item, field)
+        return
+    if inner is not None:  # the field's JSON renames its keys: ask for them by their own
+        back = {new: old for old, new in inner.items()}
+        below = {back.get(k, k): v for k, v in below.items()}
+    converted = to_jsonable_part(item, below, finish=False)
+    if inner is not None:
+        converted = {str(inner.get(k, k)): v for k, v in converted.items()}
+    out[key] = converted
 
 
 def _plan(cls: type) -> _Plan:
     """How a dataclass's JSON is made, read once per class from its fields' metadata (the
-    ``--queries`` path serialises thousands of plans: no metadata lookups per object)."""
+    ``--queries`` path serialises thousands of plans: no metadata lookups per object). A
+    class naming ``json_keys`` has those attributes (fields or properties), in that order."""
     found = _PLANS.get(cls)
     if found is None:
+        by_name = {f.name: f for f in dataclasses.fields(cls)}
+        names = getattr(cls, "json_keys", None)
         fields = []
-        for f in dataclasses.fields(cls):
-            meta = f.metadata
+        for name in by_name if names is None else names:
+            meta = by_name[name].metadata if name in by_name else {}
             if meta.get(JSON_SKIP):
                 continue
             flags = (
@@ -69,10 +159,22 @@ def _plan(cls: type) -> _Plan:
             )
             inner = meta.get(JSON_INNER)
             renames = inner if isinstance(inner, Mapping) else None
-            fields.append((f.name, str(meta.get(JSON_KEY, f.name)), flags, renames))
+            fields.append((name, str(meta.get(JSON_KEY, name)), flags, renames))
         found = (tuple(fields), tuple(getattr(cls, "json_properties", ())))
         _PLANS[cls] = found
     return found
+
+
+def json_layout(
+    cls: type,
+) -> tuple[tuple[tuple[str, str, bool, Mapping[str, str] | None], ...], tuple[str, ...]] | None:
+    """How the JSON of a ``cls`` instance is made: (attribute, key, inlined, JSON_INNER renames)
+    of each field it holds, then the properties it names; None where the class writes its own
+    (``to_dict``)."""
+    if not _generic(cls):
+        return None
+    fields, properties = _plan(cls)
+    return tuple((n, k, bool(f & _INLINE), r) for n, k, f, r in fields), properties
 
 
 def _empty(value: object) -> bool:
@@ -210,6 +312,15 @@ def _converter(cls: type) -> Callable[[Any], Any] | None:
     if getattr(cls, "to_dict", None) is not None and not generic:
         return _own_dict  # a class that still writes its own
     return _dataclass
+
+
+def _generic(cls: type) -> bool:
+    """Whether ``_dataclass`` makes the JSON of a ``cls`` instance."""
+    found = _GENERIC.get(cls)
+    if found is None:
+        found = hasattr(cls, "__dataclass_fields__") and _converter(cls) is _dataclass
+        _GENERIC[cls] = found
+    return found
 
 
 def _own_dict(value: Any) -> Any:

@@ -40,7 +40,11 @@ from rigwise.estimate.inference import Context, Phase, decode_phase, prefill_pha
 from rigwise.estimate.inference_efficiency import catalog_efficiency, efficiency
 from rigwise.estimate.inference_memory import MemoryBreakdown
 from rigwise.estimate.inference_stages import Stage
-from rigwise.estimate.plan_intervals import add_inference_intervals
+from rigwise.estimate.plan_intervals import (
+    INFERENCE_INTERVAL_KEYS,
+    add_inference_intervals,
+    add_inference_intervals_part,
+)
 from rigwise.estimate.serving_layout import (
     check_expert_parallel,
     check_rules,
@@ -65,7 +69,9 @@ from rigwise.validate_input import check_option_names, merged_options, validated
 T = TypeVar("T")
 
 # P10-P90 ranges beside the numbers in the plan's JSON: estimate/plan_intervals.py
-register_json_finish(InferencePlan, add_inference_intervals)
+register_json_finish(
+    InferencePlan, add_inference_intervals, add_inference_intervals_part, INFERENCE_INTERVAL_KEYS
+)
 
 
 def plan_inference(options: InferOptions | None = None, /, **fields: object) -> InferencePlan:

@@ -14,6 +14,7 @@ import click
 from rigwise.serialize import to_jsonable
 
 if TYPE_CHECKING:
+    from rigwise.json_fields import Selection
     from rigwise.validate_input import Line
 
 EXIT_OK = 0
@@ -122,10 +123,15 @@ def _exit_code(code: object) -> int:
     return EXIT_BAD_INPUT
 
 
-def finish(plan: Any, as_json: bool, render: Callable[[Any], None]) -> int:
-    """The one way a planning command ends: the plan as JSON or rendered, then exit 0 when it
-    fits and 1 (infeasible; the reason is in the plan and its rendering) when it does not."""
-    if as_json:
+def finish(
+    plan: Any, as_json: bool, render: Callable[[Any], None], fields: Selection | None = None
+) -> int:
+    """The one way a planning command ends: the plan as JSON (only ``fields`` of it, when
+    given) or rendered, then exit 0 when it fits and 1 (infeasible; the reason is in the plan
+    and its rendering) when it does not."""
+    if fields is not None:
+        print_json(fields.of(plan))
+    elif as_json:
         print_json(plan)
     else:
         render(plan)
@@ -143,14 +149,20 @@ ENCODE = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
 BatchPlanner = Callable[[list[dict[str, Any]]], list[Any]]
 
 
-def run_queries(path: str, plan: Callable[..., Any], batch: BatchPlanner | None = None) -> int:
+def run_queries(
+    path: str,
+    plan: Callable[..., Any],
+    batch: BatchPlanner | None = None,
+    fields: Selection | None = None,
+) -> int:
     """One plan per JSON-object line of ``path`` ('-' for stdin), one JSON result per line in
     order; a bad line gives ``{"error", "hint"}`` naming its line number. Exit: the worst line
     (0 all fit, 1 some infeasible, 2 some bad input, 70 an internal error). With ``batch``, a
     file's lines are planned QUERY_CHUNK at a time (stdin stays one line at a time: a caller
     may wait for each answer); the answers are the same as ``plan`` gives line by line. A line
     whose text an earlier line had is answered from that line's outcome (planning is a pure
-    function of the options): sweeps repeat queries, and a plan's JSON is most of its cost."""
+    function of the options): sweeps repeat queries, and a plan's JSON is most of its cost.
+    With ``fields``, each plan's answer is only those paths of its JSON."""
     from rigwise.validate_input import open_text_lines
 
     _nothing_beside_queries()
@@ -159,12 +171,13 @@ def run_queries(path: str, plan: Callable[..., Any], batch: BatchPlanner | None 
     chunk = 1 if interactive or batch is None else QUERY_CHUNK
     pending: list[tuple[int, Line]] = []
     memo: dict[str, Any] = {}
+    convert = to_jsonable if fields is None else fields.of
 
     def answer() -> None:
         nonlocal worst
         if len(memo) > MEMO_LINES:
             memo.clear()
-        for text, code in _answers(pending, plan, batch, memo):
+        for text, code in _answers(pending, plan, batch, memo, convert):
             worst = max(worst, code)
             sys.stdout.write(text)
         pending.clear()
@@ -205,7 +218,7 @@ def typed_params(skip: Sequence[str], *, arguments: bool = True) -> list[str]:
 def _nothing_beside_queries() -> None:
     """Each line of --queries gives its own options: a MODEL or --tp beside it was ignored
     without a word (``infer --queries f --search`` planned each line, searched nothing)."""
-    given = typed_params(("queries", "as_json"))
+    given = typed_params(("queries", "as_json", "fields"))
     if given:
         fail(
             f"{', '.join(given)} cannot be combined with --queries: each line gives its own "
@@ -220,10 +233,11 @@ def _answers(
     plan: Callable[..., Any],
     batch: BatchPlanner | None,
     memo: dict[str, Any],
+    convert: Callable[[Any], Any],
 ) -> list[tuple[str, int]]:
-    """(JSON line, exit code) of each numbered line. ``memo``: line text -> its plan's
-    (JSON line, exit code), or the exception planning it raised (answered per line: its
-    message names the line)."""
+    """(JSON line, exit code) of each numbered line; ``convert``: a plan's JSON. ``memo``:
+    line text -> its plan's (JSON line, exit code), or the exception planning it raised
+    (answered per line: its message names the line)."""
     # a line seen before parsed to options then: its outcome is in memo, no need to parse it
     parsed = [_SEEN if line in memo else _parse(number, line) for number, line in lines]
     fresh: dict[str, dict[str, Any]] = {}  # line text -> options, planned once below
@@ -244,7 +258,7 @@ def _answers(
         if isinstance(outcome, tuple):  # a plan already written
             answers.append(outcome)
             continue
-        result, code = _answer(number, outcome)
+        result, code = _answer(number, outcome, convert)
         text = ENCODE(result) + "\n"  # already plain JSON values (ASCII)
         if code in (EXIT_OK, EXIT_INFEASIBLE):  # an error's text names its own line number
             memo[line] = (text, code)  # type: ignore[index]
@@ -276,7 +290,9 @@ def _parse(number: int, line: Line) -> Any:
     return query
 
 
-def _answer(number: int, outcome: Any) -> tuple[Any, int]:
+def _answer(number: int, outcome: Any, convert: Callable[[Any], Any] = to_jsonable) -> (
+    tuple[Any, int]
+):  # fmt: skip
     """A line's JSON result and exit code, from its plan or the exception planning raised."""
     from rigwise.errors import RigwiseError
 
@@ -284,7 +300,7 @@ def _answer(number: int, outcome: Any) -> tuple[Any, int]:
     try:
         if isinstance(outcome, BaseException):
             raise outcome
-        result = to_jsonable(outcome)
+        result = convert(outcome)
     except RigwiseError as exc:
         message = exc.message if exc.message.startswith(where) else f"{where}: {exc.message}"
         return {"error": message, "hint": exc.hint}, EXIT_BAD_INPUT
@@ -295,7 +311,7 @@ def _answer(number: int, outcome: Any) -> tuple[Any, int]:
     except Exception as exc:  # a bug on one line must not hide the other lines' answers
         text = f"{where}: internal error: {type(exc).__name__}: {str(exc)[:200]}"
         return {"error": text, "hint": DEBUG_HINT}, EXIT_INTERNAL
-    return result, EXIT_OK if result.get("fits", True) else EXIT_INFEASIBLE
+    return result, EXIT_OK if getattr(outcome, "fits", True) else EXIT_INFEASIBLE
 
 
 MAX_OPTION_INT = 2**53  # the largest integer a float (and JSON) holds exactly

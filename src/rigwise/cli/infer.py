@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -17,7 +17,11 @@ from rigwise.cli._common import (
     rig_option,
 )
 from rigwise.cli._common import run_queries as shared_run_queries
+from rigwise.cli.fields import fields_of, fields_option, plan_without_levers
 from rigwise.cli.plain import Report, Table
+
+if TYPE_CHECKING:
+    from rigwise.json_fields import Selection
 
 
 def _options(**kwargs: Any) -> dict[str, Any]:
@@ -69,11 +73,15 @@ def _calibration(on: str | None) -> tuple[dict[str, float], str, str | None]:
     return {k: float(v) for k, v in found.items() if k in CALIBRATION_KEYS}, on, said
 
 
-def run_queries(path: str) -> int:
-    """One plan per JSON line of ``path`` ('-' for stdin); one JSON result per line, in order."""
+def run_queries(path: str, fields: Selection | None = None) -> int:
+    """One plan per JSON line of ``path`` ('-' for stdin); one JSON result per line, in order
+    (with ``fields``, only those paths of it)."""
     from rigwise.api.infer import plan_inference
 
-    return shared_run_queries(path, plan_inference)
+    plan: Any = plan_inference
+    if fields is not None and not fields.wants("levers"):
+        plan = plan_without_levers(plan_inference)
+    return shared_run_queries(path, plan, fields=fields)
 
 
 @click.command("infer")
@@ -126,6 +134,7 @@ def run_queries(path: str) -> int:
 @click.option("--slo-tpot", help="With --search: time-per-output-token limit, e.g. 40ms.")
 @click.option("--gpus", type=int, help="With --search: devices of the cluster to use (all).")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
+@fields_option()
 def infer(
     model: str | None,
     calibrated: bool,
@@ -133,11 +142,15 @@ def infer(
     no_api_server: bool,
     queries: str | None,
     as_json: bool,
+    fields: str | None,
     **kwargs: Any,
 ) -> int:
     """Will MODEL run on the hardware, and how fast? Exit 1 when it does not fit."""
+    from rigwise.api.infer import InferencePlan  # (with its JSON's finish registered)
+
+    selected = fields_of(fields, InferencePlan, "infer", as_json=as_json, queries=bool(queries))
     if queries:
-        return run_queries(queries)
+        return run_queries(queries, selected)
     if not model:
         fail("Give a MODEL (name, config.json or .gguf), or --queries FILE.jsonl.")
     from rigwise.api.infer import plan_inference
@@ -150,6 +163,8 @@ def infer(
     options = _options(model=model, **apply_rig(kwargs))
     if search and no_api_server:
         fail("--no-api-server plans one layout: not with --search.")
+    if search and selected is not None:
+        fail("--fields picks from one plan's JSON: not with --search.")
     if search:
         from rigwise.cli.infer_search import run_search
 
@@ -160,14 +175,14 @@ def infer(
     said = None
     if calibrated:
         options["calibration"], options["on"], said = _calibration(options.get("on"))
-    if no_levers:
-        options["levers"] = False
+    if no_levers or (selected is not None and not selected.wants("levers")):
+        options["levers"] = False  # levers fill only the plan's `levers`
     if no_api_server:
         options["api_server"] = False
     plan = plan_inference(**options)
     if said is not None:
         plan = replace(plan, notes=(f"--calibrated: {said}", *plan.notes))
-    return finish(plan, as_json, render)
+    return finish(plan, as_json, render, selected)
 
 
 def _rate(value: float | None, section: dict[str, Any] | None = None, name: str = "") -> str:

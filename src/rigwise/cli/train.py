@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from rigwise.cli._common import apply_rig, finish, rig_option, run_queries
+from rigwise.cli.fields import fields_of, fields_option
 
 if TYPE_CHECKING:
     from rigwise.plans import TrainingPlan
@@ -204,6 +205,7 @@ _SEARCH = (
         help="JSONL of option objects ('-' for stdin); one result per line.",
     ),
     click.option("--json", "as_json", is_flag=True, help="Print the result as JSON."),
+    fields_option(),
 )
 
 
@@ -217,21 +219,25 @@ def _options(func: Any) -> Any:
 @click.command()
 @click.argument("model", required=False)
 @_options
-def train(model: str | None, queries: str | None, as_json: bool, **options: Any) -> int:
+def train(
+    model: str | None, queries: str | None, as_json: bool, fields: str | None, **options: Any
+) -> int:
     """Plan a training or fine-tuning run of MODEL on hardware: memory per GPU, step time,
     throughput, MFU, time to train, GPU-hours, energy and cost; --search finds the layout."""
     from rigwise.api.train import plan_training
+    from rigwise.plans import TrainingPlan
 
+    selected = fields_of(fields, TrainingPlan, "train", as_json=as_json, queries=bool(queries))
     if queries:
         from rigwise.api.train_batch import plan_training_batch
 
-        return run_queries(queries, plan_training, plan_training_batch)
+        return run_queries(queries, plan_training, plan_training_batch, selected)
     if not model:
         raise click.UsageError("Give a MODEL (e.g. llama-3.1-8b) or --queries FILE.jsonl.")
     given = {key: value for key, value in apply_rig(options).items() if value is not None}
     if "lora_targets" in given:
         given["lora_targets"] = tuple(t.strip() for t in given["lora_targets"].split(",") if t)
-    return finish(plan_training(model=model, **given), as_json, _render)
+    return finish(plan_training(model=model, **given), as_json, _render, selected)
 
 
 def _render_memory(plan: TrainingPlan, data: dict[str, Any]) -> None:

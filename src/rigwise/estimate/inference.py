@@ -39,27 +39,20 @@ from rigwise.estimate.launch_overhead import clock_scale
 from rigwise.estimate.model_memo import flops_parts, kv_bytes, memoised
 from rigwise.hardware import Link
 from rigwise.models import ModelSpec
+from rigwise.serialize import JsonObject
 
 _ACTIVATION_BYTES = 2  # hidden states travel between devices in fp16/bf16
 
 
 @dataclass(frozen=True)
-class Phase:
-    """Prefill or decode: a rate, its time, what bounds it, and the named parts of the time."""
+class Phase(JsonObject):
+    """Prefill or decode: a rate, its time, what bounds it, and the named parts of the time.
+    Its JSON: these fields (a decode's ``seconds`` is named ``seconds_per_token`` there)."""
 
     tokens_per_s: float
     seconds: float  # prefill: the whole prompt; decode: one token
     bound: str
     parts: Mapping[str, float]
-
-    def to_dict(self, per_token: bool = False) -> dict[str, Any]:
-        key = "seconds_per_token" if per_token else "seconds"
-        return {
-            "tokens_per_s": self.tokens_per_s,
-            key: self.seconds,
-            "bound": self.bound,
-            "parts": dict(self.parts),
-        }
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ limit included. Nothing here hard-codes a spec.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from rigwise.estimate.engine_overheads import FP32_BYTES, EngineOverheads, usable_memory_bytes
 from rigwise.estimate.engine_rules import engine_defaults
@@ -18,6 +18,7 @@ from rigwise.estimate.inference_stages import Stage
 from rigwise.hardware import Accelerator
 from rigwise.models import ModelSpec
 from rigwise.plans import DOES_NOT_FIT, FITS, TIGHT
+from rigwise.serialize import JsonObject
 from rigwise.units import GB
 
 # llama.cpp keeps logits for the whole micro-batch in fp32 (n_ubatch x n_vocab x 4 B; ikawrakow/
@@ -63,8 +64,14 @@ class DeviceMemory:
 
 
 @dataclass(frozen=True)
-class MemoryBreakdown:
-    """Every device's memory, the verdict (fits, tight, does not fit) and its reason."""
+class MemoryBreakdown(JsonObject):
+    """Every device's memory, the verdict (fits, tight, does not fit) and its reason. Its
+    JSON: the sums over the devices, the host offload and each device (not the verdict)."""
+
+    json_keys: ClassVar[tuple[str, ...]] = (
+        "weights_bytes", "kv_cache_bytes", "activations_bytes", "overhead_bytes", "total_bytes",
+        "capacity_bytes", "host_offload_bytes", "per_device",
+    )  # fmt: skip
 
     per_device: tuple[DeviceMemory, ...]
     verdict: str
@@ -99,18 +106,6 @@ class MemoryBreakdown:
     @property
     def capacity_bytes(self) -> float:
         return self._sum("capacity_bytes")
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "weights_bytes": self.weights_bytes,
-            "kv_cache_bytes": self.kv_cache_bytes,
-            "activations_bytes": self.activations_bytes,
-            "overhead_bytes": self.overhead_bytes,
-            "total_bytes": self.total_bytes,
-            "capacity_bytes": self.capacity_bytes,
-            "host_offload_bytes": self.host_offload_bytes,
-            "per_device": [d.to_dict() for d in self.per_device],
-        }
 
 
 def routed_expert_matrices(spec: ModelSpec) -> tuple[int, int]:

@@ -63,9 +63,11 @@ def _device_class_of(accelerator_id: str) -> str:
         return "cpu" if accelerator_id == "this-machine" else "unknown"
 
 
-def _set(section: dict[str, Any] | None, name: str, bounds: list[float]) -> None:
-    if section is not None and isinstance(section.get(name), (int, float)):
-        section[f"{name}_interval"] = bounds
+def _set(section: dict[str, Any] | None, name: str, bound: Callable[[float], list[float]]) -> None:
+    """``<name>_interval``: ``bound`` of the number ``section`` holds at ``name``, if it holds
+    one (the JSON's part that ``--fields`` makes may hold only some of a section's keys)."""
+    if section is not None and isinstance(value := section.get(name), (int, float)):
+        section[f"{name}_interval"] = bound(value)
 
 
 @functools.lru_cache(maxsize=256)
@@ -131,39 +133,87 @@ def phase_range(plan: Any, phase: str) -> list[float] | None:
     return interval.rate(section.tokens_per_s) if interval is not None else None
 
 
+# The keys the functions below add (``json_fields`` names them to --fields): rates and times
+# of each part, ranged by that part's regime; ``intervals.*``: an object of any keys; the
+# devices of ``memory.per_device`` get theirs too.
+_SERVING_RATES = ("aggregate_tokens_per_s", "per_user_tokens_per_s", "tokens_per_s_per_gpu")
+_SERVING_TIMES = ("step_seconds", "tpot_s", "tpot_burst_s")
+_SERVING_TTFTS = ("ttft_s", "ttft_wave_s", "ttft_burst_s")
+_TRAIN_RATES = ("tokens_per_s", "model_tflops_per_gpu", "mfu", "hfu")
+_TRAIN_TIMES = ("time_to_train_s", "gpu_hours", "energy_kwh", "cost_usd")
+_INFERENCE_RANGED = (
+    "decode.tokens_per_s", "decode.seconds_per_token", "prefill.tokens_per_s", "prefill.seconds",
+    "ttft_s", "memory.total_bytes", "latency.ttft_s", "latency.seconds_per_token",
+    "power.prefill_joules_per_token", "power.decode_joules_per_token",
+    *(f"serving.{n}" for n in (*_SERVING_RATES, *_SERVING_TIMES, *_SERVING_TTFTS)),
+)  # fmt: skip
+# added key -> the keys it is made from (the regime: engine, quant, devices; the number it
+# ranges); registered with the finish (serialize.register_json_finish) for --fields
+_INFERENCE_SETUP = ("engine", "quant", "fits")
+INFERENCE_INTERVAL_KEYS: dict[str, tuple[str, ...]] = {
+    **{f"{name}_interval": (name, *_INFERENCE_SETUP) for name in _INFERENCE_RANGED},
+    "intervals.*": _INFERENCE_SETUP,
+    "memory.per_device": ("memory.per_device", *_INFERENCE_SETUP),
+}
+_TRAINING_SETUP = ("accelerator", "gpus", "fits")
+TRAINING_INTERVAL_KEYS: dict[str, tuple[str, ...]] = {
+    **{
+        f"{name}_interval": (name, *_TRAINING_SETUP)
+        for name in ("step.seconds", "memory_per_gpu.total_bytes", *_TRAIN_RATES, *_TRAIN_TIMES)
+    },
+    "intervals.*": _TRAINING_SETUP,
+}
+
+
 def add_inference_intervals(data: dict[str, Any]) -> dict[str, Any]:
     """``data``: ``InferencePlan.to_dict()``; adds the ``*_interval`` keys in place."""
     where = _devices(data) if data.get("fits") else None
     if where is None:
         return data
-    device_class, devices = where
     batched = (data.get("workload") or {}).get("concurrency", 1) != 1
-    setup = (data["engine"], device_class, data["quant"], devices, batched)
+    return _inference_ranges(data, (data["engine"], *where, batched))
+
+
+def add_inference_intervals_part(plan: Any, data: dict[str, Any]) -> dict[str, Any]:
+    """``add_inference_intervals`` on part of an ``InferencePlan``'s JSON (its top-level
+    scalars and some of its parts: ``--fields``): the devices and the concurrency that set the
+    regimes are read from the plan object (the same values the whole JSON holds)."""
+    where = None
+    if data.get("fits"):
+        where = _where((d.accelerator_id, d.count) for d in plan.memory.per_device)
+    if where is None:
+        return data
+    return _inference_ranges(data, (data["engine"], *where, plan.workload.concurrency != 1))
+
+
+def _inference_ranges(data: dict[str, Any], where: tuple[str, str, int, bool]) -> dict[str, Any]:
+    """Adds the ranges of the parts ``data`` holds; ``where``: engine, device class, device
+    count, batched."""
+    engine, device_class, devices, batched = where
+    setup = (engine, device_class, data["quant"], devices, batched)
     found = _ranges(*setup)
     if (r := found["decode"]) and data.get("decode"):
-        _set(data["decode"], "tokens_per_s", r.rate(data["decode"]["tokens_per_s"]))
-        _set(data["decode"], "seconds_per_token", r.time(data["decode"]["seconds_per_token"]))
+        _set(data["decode"], "tokens_per_s", r.rate)
+        _set(data["decode"], "seconds_per_token", r.time)
     if (r := found["prefill"]) and data.get("prefill"):
-        _set(data["prefill"], "tokens_per_s", r.rate(data["prefill"]["tokens_per_s"]))
-        _set(data["prefill"], "seconds", r.time(data["prefill"]["seconds"]))
+        _set(data["prefill"], "tokens_per_s", r.rate)
+        _set(data["prefill"], "seconds", r.time)
     serving = data.get("serving")
     if (r := found["serving"]) and serving:
-        for name in ("aggregate_tokens_per_s", "per_user_tokens_per_s", "tokens_per_s_per_gpu"):
-            if serving.get(name) is not None:
-                _set(serving, name, r.rate(serving[name]))
-        for name in ("step_seconds", "tpot_s", "tpot_burst_s"):
-            if serving.get(name) is not None:
-                _set(serving, name, r.time(serving[name]))
+        for name in _SERVING_RATES:
+            _set(serving, name, r.rate)
+        for name in _SERVING_TIMES:
+            _set(serving, name, r.time)
     if (r := found["ttft"]) is not None:
         if data.get("ttft_s") is not None:
             data["ttft_s_interval"] = r.time(data["ttft_s"])
-        for name in ("ttft_s", "ttft_wave_s", "ttft_burst_s"):
-            if serving and serving.get(name) is not None:
-                _set(serving, name, r.time(serving[name]))
+        for name in _SERVING_TTFTS:
+            if serving:
+                _set(serving, name, r.time)
     if (r := found["memory"]) and data.get("memory"):
-        _set(data["memory"], "total_bytes", r.rate(data["memory"]["total_bytes"]))
+        _set(data["memory"], "total_bytes", r.rate)
         for device in data["memory"].get("per_device") or []:
-            _set(device, "total_bytes", r.rate(device["total_bytes"]))
+            _set(device, "total_bytes", r.rate)
     _latency_and_energy(data, found)
     # each plan its own copy: a caller may change its JSON
     data["intervals"] = {k: {**v, "notes": [*v["notes"]]} for k, v in _ranges_json(*setup)}
@@ -213,15 +263,14 @@ def _latency_and_energy(data: dict[str, Any], found: dict[str, Interval | None])
     board power itself has no measured rows to range it (the range is the phase's time only)."""
     latency, power = data.get("latency"), data.get("power")
     if latency and (r := found["ttft"]) is not None:
-        _set(latency, "ttft_s", r.time(latency["ttft_s"]))
-    r = found["prefill"]
-    if r is not None and power and power.get("prefill_joules_per_token") is not None:
-        _set(power, "prefill_joules_per_token", r.time(power["prefill_joules_per_token"]))
+        _set(latency, "ttft_s", r.time)
+    if (r := found["prefill"]) is not None and power:
+        _set(power, "prefill_joules_per_token", r.time)
     if (r := found["decode"]) is not None:
         if latency:
-            _set(latency, "seconds_per_token", r.time(latency["seconds_per_token"]))
-        if power and power.get("decode_joules_per_token") is not None:
-            _set(power, "decode_joules_per_token", r.time(power["decode_joules_per_token"]))
+            _set(latency, "seconds_per_token", r.time)
+        if power:
+            _set(power, "decode_joules_per_token", r.time)
 
 
 def add_search_intervals(
@@ -244,11 +293,11 @@ def add_search_intervals(
         if serving is not None:
             for name in ("tokens_per_s_per_gpu", "tokens_per_s_per_user"):
                 if row.get(name) is not None:
-                    _set(row, name, serving.rate(row[name]))
+                    _set(row, name, serving.rate)
             if row.get("tpot_s") is not None:
-                _set(row, "tpot_s", serving.time(row["tpot_s"]))
+                _set(row, "tpot_s", serving.time)
         if prefill is not None and row.get("ttft_s") is not None:
-            _set(row, "ttft_s", prefill.time(row["ttft_s"]))
+            _set(row, "ttft_s", prefill.time)
         out.append(row)
     return out
 
@@ -261,23 +310,25 @@ def add_training_intervals(data: dict[str, Any]) -> dict[str, Any]:
     speed = lookup(training_regime("train_throughput", accelerator, devices), devices)
     memory = lookup(training_regime("train_memory", accelerator, devices), devices)
     if speed is not None:
-        _set(data.get("step"), "seconds", speed.time(data["step"]["seconds"]))
-        for name in ("tokens_per_s", "model_tflops_per_gpu", "mfu", "hfu"):
+        _set(data.get("step"), "seconds", speed.time)
+        for name in _TRAIN_RATES:
             if data.get(name) is not None:
                 data[f"{name}_interval"] = speed.rate(data[name])
-        for name in ("time_to_train_s", "gpu_hours", "energy_kwh", "cost_usd"):
+        for name in _TRAIN_TIMES:
             if data.get(name) is not None:
                 data[f"{name}_interval"] = speed.time(data[name])
     if memory is not None:
-        _set(
-            data.get("memory_per_gpu"),
-            "total_bytes",
-            memory.rate(data["memory_per_gpu"]["total_bytes"]),
-        )
+        _set(data.get("memory_per_gpu"), "total_bytes", memory.rate)
     data["intervals"] = {
         k: v.to_dict() for k, v in (("speed", speed), ("memory", memory)) if v is not None
     }
     return data
+
+
+def add_training_intervals_part(plan: Any, data: dict[str, Any]) -> dict[str, Any]:
+    """``add_training_intervals`` on part of a ``TrainingPlan``'s JSON (``--fields``): what
+    sets its regimes (fits, accelerator, gpus) are top-level values, which a part holds."""
+    return add_training_intervals(data)
 
 
 def interval_text(

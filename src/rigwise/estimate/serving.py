@@ -62,11 +62,13 @@ from rigwise.estimate.serving_preemption import burst_parked_seconds, preempted_
 from rigwise.estimate.serving_tpot import wave_tpot_seconds
 from rigwise.hardware import Link
 from rigwise.models import ModelSpec
+from rigwise.serialize import JsonObject
 
 
 @dataclass(frozen=True)
-class ServingEstimate:
-    """Steady-state serving figures of ``replicas`` copies of one layout."""
+class ServingEstimate(JsonObject):
+    """Steady-state serving figures of ``replicas`` copies of one layout (its JSON: these
+    fields)."""
 
     concurrency: int  # requests kept in flight (asked)
     running_batch: int  # sequences one replica decodes per step
@@ -88,30 +90,6 @@ class ServingEstimate:
     ttft_wave_s: float = 0.0  # TTFT when the running batch arrives together (fixed lengths)
     ttft_burst_s: float = 0.0  # mean TTFT when all `concurrency` requests arrive at once, one each
     tpot_burst_s: float = 0.0  # mean TPOT of those requests (preempted ones wait mid-decode)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "concurrency": self.concurrency,
-            "running_batch": self.running_batch,
-            "queued": self.queued,
-            "max_concurrency": self.max_concurrency,
-            "aggregate_tokens_per_s": self.aggregate_tokens_per_s,
-            "per_user_tokens_per_s": self.per_user_tokens_per_s,
-            "tokens_per_s_per_gpu": self.tokens_per_s_per_gpu,
-            "ttft_s": self.ttft_s,
-            "tpot_s": self.tpot_s,
-            "queue_wait_s": self.queue_wait_s,
-            "step_seconds": self.step_seconds,
-            "bound": self.bound,
-            "replicas": self.replicas,
-            "gpus": self.gpus,
-            "reason": self.reason,
-            "kv_transfer_s": self.kv_transfer_s,
-            "mode": self.mode,
-            "ttft_wave_s": self.ttft_wave_s,
-            "ttft_burst_s": self.ttft_burst_s,
-            "tpot_burst_s": self.tpot_burst_s,
-        }
 
 
 @dataclass(frozen=True)
