@@ -326,10 +326,15 @@ class FiniteNumber(click.ParamType):
         return number
 
 
-def harden_numbers(command: click.Command) -> click.Command:
+def harden_params(command: click.Command) -> click.Command:
     """Give every plain int/float option of ``command`` (and of its subcommands) the checked
-    number type, once, where commands are registered: no command can forget it."""
+    number type, and every text or path parameter the refusal of an empty value typed
+    (``option_types.NotBlank``), once, where commands are registered: no command can forget
+    them."""
+    from rigwise.cli.option_types import harden_text
+
     for param in command.params:
+        harden_text(param)
         kind = type(param.type)
         if kind is click.types.FloatParamType:
             param.type = FiniteNumber(integer=False)
@@ -337,7 +342,7 @@ def harden_numbers(command: click.Command) -> click.Command:
             param.type = FiniteNumber(integer=True)
     if isinstance(command, click.Group):
         for sub in command.commands.values():
-            harden_numbers(sub)
+            harden_params(sub)
     return command
 
 
