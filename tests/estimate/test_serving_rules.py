@@ -24,7 +24,7 @@ def test_every_rule_has_a_source_and_a_known_kind() -> None:
     ("options", "rule"),
     [
         # vLLM: 'Total number of attention heads (64) must be divisible by tensor parallel size (3)'
-        (dict(model="llama-3-70b", on="3x rtx-3090", engine="vllm", quant="AWQ"),
+        (dict(model="llama-3-70b", on="3x rtx-3090", engine="vllm", quant="AWQ", tp=3),
          "tp-divides-attention-heads"),
         (dict(model="llama-3-70b", on="6x a100-sxm-80gb", engine="sglang", tp=6, quant="FP8"),
          "tp-divides-attention-heads"),
