@@ -89,6 +89,19 @@ def check_kv(engine: str, kv_dtype: str) -> None:
         )
 
 
+def check_weights(engine: str, quant: str) -> None:
+    """A --quant the engine cannot load is bad input (engine_rules.csv weight_formats)."""
+    from rigwise.estimate.engine_rules import weights_violation
+
+    found = weights_violation(engine, quant)
+    if found is not None:
+        raise InputError(
+            f"{found.message} (engine rule {found.rule})",
+            hint="A GGUF engine runs GGUF types: use --quant Q4_K_M (or Q8_0, F16), or "
+            "--engine vllm for an AWQ, GPTQ, FP8 or INT8 checkpoint.",
+        )
+
+
 def default_quant(engine: str) -> str:
     return DEFAULT_QUANT.get(engine, "BF16")
 
