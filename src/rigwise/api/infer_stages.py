@@ -36,6 +36,7 @@ from rigwise.plans import DOES_NOT_FIT
 
 if TYPE_CHECKING:
     from rigwise.api.infer_options import InferOptions
+    from rigwise.estimate.engine_rules import Violation
 
 GGUF_ENGINES = ("llama.cpp", "ollama")
 DEFAULT_QUANT = {"llama.cpp": "Q4_K_M", "ollama": "Q4_K_M", "mlx": "Q4_0"}
@@ -68,38 +69,38 @@ def default_engine(cluster: Cluster, concurrency: int | str) -> str:
 def check_engine(engine: str, cluster: Cluster) -> None:
     from rigwise.estimate.engine_rules import vendor_violation
 
-    found = vendor_violation(engine, [node.accelerator for node, _ in cluster.runs])
-    if found is not None:
-        raise InputError(
-            f"{found.message} (engine rule {found.rule})",
-            hint="Use --engine llama.cpp or vllm, or leave --engine out for the default.",
-        )
+    _refuse(
+        vendor_violation(engine, [node.accelerator for node, _ in cluster.runs]),
+        "Use --engine llama.cpp or vllm, or leave --engine out for the default.",
+    )
 
 
 def check_kv(engine: str, kv_dtype: str) -> None:
     """A --kv-quant the engine has no option for is bad input (engine_rules.csv kv_dtype)."""
     from rigwise.estimate.engine_rules import kv_violation
 
-    found = kv_violation(engine, kv_dtype)
-    if found is not None:
-        raise InputError(
-            f"{found.message} (engine rule {found.rule})",
-            hint="Use --kv-quant fp8 (or leave it out for the engine's default), or --engine "
-            "llama.cpp, which takes q8_0 and q4_0.",
-        )
+    _refuse(
+        kv_violation(engine, kv_dtype),
+        "Use --kv-quant fp8 (or leave it out for the engine's default), or --engine "
+        "llama.cpp, which takes q8_0 and q4_0.",
+    )
 
 
 def check_weights(engine: str, quant: str) -> None:
     """A --quant the engine cannot load is bad input (engine_rules.csv weight_formats)."""
     from rigwise.estimate.engine_rules import weights_violation
 
-    found = weights_violation(engine, quant)
+    _refuse(
+        weights_violation(engine, quant),
+        "A GGUF engine runs GGUF types: use --quant Q4_K_M (or Q8_0, F16), or --engine vllm "
+        "for an AWQ, GPTQ, FP8 or INT8 checkpoint.",
+    )
+
+
+def _refuse(found: Violation | None, hint: str) -> None:
+    """An engine rule broken by the options themselves, whatever the layout: bad input."""
     if found is not None:
-        raise InputError(
-            f"{found.message} (engine rule {found.rule})",
-            hint="A GGUF engine runs GGUF types: use --quant Q4_K_M (or Q8_0, F16), or "
-            "--engine vllm for an AWQ, GPTQ, FP8 or INT8 checkpoint.",
-        )
+        raise InputError(f"{found.message} (engine rule {found.rule})", hint=hint)
 
 
 def default_quant(engine: str) -> str:
