@@ -3,6 +3,7 @@ one helper that turns validation errors into messages."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from rigwise.validate_input import (
     load_json,
     load_yaml,
     open_text_lines,
+    plain_number,
     read_user_text,
 )
 
@@ -157,3 +159,32 @@ def test_nan_is_named_as_not_a_number_not_as_a_failed_bound() -> None:
     with pytest.raises(ValidationError) as negative:  # a real number keeps pydantic's rule
         Dose(amplitude_ua=-1.0)
     assert "greater than 0" in validation_message(negative.value, "experiment")
+
+
+@pytest.mark.parametrize(
+    ("value", "number"),
+    [("1000", 1000.0), (" 2.5 ", 2.5), ("1e3", 1000.0), ("-0.5", -0.5), (".5", 0.5), (7, 7.0)],
+)
+def test_plain_number_reads_numbers_as_written(value: object, number: float) -> None:
+    assert plain_number(value) == number
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        # Python's float() reads each of these: 1000.0, inf, nan, inf, 1000.0, 16.0 (no: error)
+        ("1_000", "'1_000' is not a plain number; write digits"),
+        ("inf", "'inf' is not a plain number"),
+        ("nan", "'nan' is not a plain number"),
+        ("1e999", "'1e999' is not a finite number"),
+        ("\u0661\u0660\u0660\u0660", "is not a plain number"),
+        ("0x10", "'0x10' is not a plain number"),
+        ("", "'' is not a plain number"),
+        (True, "true is not a number"),
+        (float("inf"), "inf is not a finite number"),
+        (None, "None is not a plain number"),
+    ],
+)
+def test_plain_number_refuses_other_spellings_saying_why(value: object, says: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(says)):
+        plain_number(value)

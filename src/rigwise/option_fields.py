@@ -69,6 +69,11 @@ def _accepts(hint: Any) -> Accepts:
     return lambda value: False  # a type this check does not know: pydantic's
 
 
+def _not_blank(accepts: Accepts) -> Accepts:
+    """``accepts``, leaving an empty text to pydantic (``no_blank`` says why)."""
+    return lambda value: accepts(value) and not (type(value) is str and not value.strip())
+
+
 def _within(bounds: Mapping[str, float]) -> Accepts:
     ge, le, gt = bounds.get("ge"), bounds.get("le"), bounds.get("gt")
     return lambda value: (
@@ -88,7 +93,9 @@ class _Spec:
         fields = dataclasses.fields(cls)
         self.checks: dict[str, _Check] = {
             f.name: (
-                _accepts(hints[f.name]),
+                _not_blank(_accepts(hints[f.name]))
+                if takes_text(hints[f.name])
+                else _accepts(hints[f.name]),
                 _within(f.metadata.get("bounds", {})),
                 f.metadata.get("before"),
                 f.metadata.get("after"),
@@ -234,6 +241,24 @@ def no_flag(hook: Hook | None) -> Hook:
     return refuse_bools
 
 
+def takes_text(hint: Any) -> bool:
+    """Whether ``hint`` takes free text (a ``str``, maybe optional): an empty one is no value."""
+    args = get_args(hint) if get_origin(hint) in (typing.Union, type(int | None)) else (hint,)
+    return str in args
+
+
+def no_blank(hook: Hook | None) -> Hook:
+    """``hook`` (if any), after refusing an empty or whitespace-only text: {"quant": ""} was
+    planned as the default quant, as ``--quant ''`` was (cli/option_types.NotBlank)."""
+
+    def refuse_blank(value: Any) -> Any:
+        if isinstance(value, str) and not value.strip():
+            raise ValueError(f"{value!r} is empty; give a value, or leave the key out")
+        return value if hook is None else hook(value)
+
+    return refuse_blank
+
+
 def pydantic_model(cls: type[Any]) -> Any:
     """The pydantic model of an options dataclass: the same fields, bounds and hooks (as field
     validators), unknown keys forbidden; its ``model_fields`` describe the options to the web
@@ -257,6 +282,8 @@ def _pydantic_model(cls: type[Any]) -> Any:
             hook = f.metadata.get(mode)
             if mode == "before" and number_not_flag(hints[f.name]):
                 hook = no_flag(hook)
+            if mode == "before" and takes_text(hints[f.name]):
+                hook = no_blank(hook)
             if hook is not None:
                 check_field = field_validator(f.name, mode=mode)(_validator(hook))
                 validators[f"_{f.name}_{mode}"] = check_field
@@ -267,9 +294,11 @@ def _pydantic_model(cls: type[Any]) -> Any:
 __all__ = [
     "check",
     "given_fields",
+    "no_blank",
     "no_flag",
     "number_not_flag",
     "option",
     "parse",
     "pydantic_model",
+    "takes_text",
 ]

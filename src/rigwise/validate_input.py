@@ -12,6 +12,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import math
+import re
 import stat
 import sys
 from collections.abc import Iterable, Iterator, Mapping
@@ -270,6 +272,27 @@ def _max_depth(text: str) -> int:
 def _first_line(exc: yaml.YAMLError) -> str:
     text = str(exc).strip().splitlines()
     return " ".join(line.strip() for line in text[:4])[:300]
+
+
+# A number as a user's file writes it: digits, one '.', an exponent. Python's float() also reads
+# '1_000', 'inf', 'nan', '1e999' (inf) and other scripts' digits ('١٠٠٠').
+_PLAIN_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
+PLAIN_NUMBER_HINT = "write digits with an optional '.' and exponent, e.g. 1000, 2.5 or 1e3"
+
+
+def plain_number(value: object) -> float:
+    """A number from a user's file (CSV text, or a YAML/JSON number): an int or float that is
+    no bool, or text written plainly (surrounding spaces aside), and finite. A ValueError
+    says why otherwise, for the caller to name where it is."""
+    if isinstance(value, bool):
+        raise ValueError(f"{str(value).lower()} is not a number; give a number")
+    plain = isinstance(value, str) and _PLAIN_NUMBER.fullmatch(value.strip()) is not None
+    if not (plain or isinstance(value, int | float)):
+        raise ValueError(f"{shown_value(value, 40)} is not a plain number; {PLAIN_NUMBER_HINT}")
+    number = float(value)  # type: ignore[arg-type]  # an int, a float or plain text
+    if not math.isfinite(number):
+        raise ValueError(f"{shown_value(value, 40)} is not a finite number; {PLAIN_NUMBER_HINT}")
+    return number
 
 
 def validated(model: type[Model], data: object, where: str, hint: str) -> Model:

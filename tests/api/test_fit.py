@@ -113,14 +113,15 @@ def test_speed_ranges_are_the_plans_own_ranges() -> None:
     )
 
 
-def test_a_model_an_engine_rule_refuses_shows_the_rule_not_memory() -> None:
-    """tp 3 breaks vLLM's heads rule for 32-head models: the lever names the rule, not a
-    memory shortfall that more devices would fix."""
+def test_models_whose_heads_refuse_tp3_run_as_replicas_on_three_devices() -> None:
+    """tp 3 breaks vLLM's heads rule for 32-head models; a vLLM user runs such a model as one
+    replica a device (or pipelines a large one over the three). Before: 2 of 65 catalog
+    models 'ran' on 3x A100 with vLLM, mistral-7b 'did not fit' by the rule."""
     report = fit_models(on="3x a100-sxm-80gb", engine="vllm")
     mistral = {m.model: m for m in report.models}["mistral-7b-v0.3"]
-    assert mistral.status == "does not fit"
-    assert "tp-divides-attention-heads" in mistral.lever
-    assert "GB usable" not in mistral.lever
+    assert mistral.status == "runs"
+    assert "tp-divides-attention-heads" not in mistral.lever
+    assert sum(m.status == "runs" for m in report.models) > 40
 
 
 def test_an_nvl72_node_runs_models_as_tp8_replicas() -> None:

@@ -1,4 +1,5 @@
-"""The layout plan_inference picks when none is given on a node larger than 8 devices."""
+"""The layout plan_inference picks when none is given and a whole-node tensor-parallel group
+breaks the engine's head rules (a GB200 NVL72, or 3 cards)."""
 
 from __future__ import annotations
 
@@ -26,8 +27,29 @@ def test_a_given_layout_is_kept() -> None:
 def test_an_eight_device_node_is_left_alone() -> None:
     plan = plan_inference(model="llama-3.1-70b", on="8x h100-sxm")
     assert (plan.layout.tp, plan.layout.dp) == (8, 1)
-    refused = plan_inference(model="llama-3-70b", on="3x rtx-3090", engine="vllm", quant="AWQ")
+    refused = plan_inference(
+        model="llama-3-70b", on="3x rtx-3090", engine="vllm", quant="AWQ", tp=3
+    )
     assert refused.broken_rule == "tp-divides-attention-heads"  # the rule still refuses tp 3
+
+
+def test_three_cards_run_replicas_of_a_small_model_not_a_refused_tp3() -> None:
+    """vLLM refuses --tensor-parallel-size 3 for 32 heads; 3x RTX 3090 users run one 8B
+    replica a card. Before: 'does not fit' (the rule) and a fourth card as the lever."""
+    plan = plan_inference(model="llama-3.1-8b", on="3x rtx-3090", engine="vllm")
+    assert plan.fits and not plan.broken_rule
+    assert (plan.layout.tp, plan.layout.pp, plan.layout.dp, plan.layout.gpus) == (1, 1, 3, 3)
+    assert any("3 data-parallel replicas" in note for note in plan.notes)
+
+
+def test_three_cards_pipeline_a_model_one_card_cannot_hold_without_an_idle_card() -> None:
+    """llama-3-70b AWQ (~39 GB of weights) needs 2 of 23.2 GB usable per card; no tp divides
+    both 3 cards and 64 heads but 1, so pp 3 on all three (vLLM's --pipeline-parallel-size 3),
+    one replica, not pp 2 beside an idle card."""
+    plan = plan_inference(model="llama-3-70b", on="3x rtx-3090", engine="vllm", quant="AWQ")
+    assert plan.fits
+    assert (plan.layout.tp, plan.layout.pp, plan.layout.dp, plan.layout.gpus) == (1, 3, 1, 3)
+    assert any("1 data-parallel replica." in note for note in plan.notes)
 
 
 def test_a_model_larger_than_one_group_pipelines_and_replicates_the_rest() -> None:

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import typing
 
 import pytest
+from pydantic import BaseModel, ValidationError
 
 from rigwise.api.infer_options import InferOptions
+from rigwise.api.train_options import TrainOptions
 from rigwise.errors import RigwiseError, validation_message
-from rigwise.option_fields import pydantic_model
+from rigwise.option_fields import pydantic_model, takes_text
 
 BASE = {"model": "llama-3.1-8b"}
 INPUTS = [
@@ -104,3 +107,50 @@ def test_a_bool_is_not_a_number(given: dict[str, object], says: str) -> None:
     # tp 1) and false as 0
     kind, message = _outcome(InferOptions.model_validate, {**BASE, "on": "rtx-4090", **given})
     assert kind == "ValidationError" and says in message
+
+
+# Option fields that take text refuse an empty one, for every options class and every way in
+# (the options objects, --queries lines, the web API's model): {"quant": ""} planned the default
+# quant without a word. Swept over the fields, so a text option added later is covered.
+
+
+def _text_fields(cls: type) -> list[str]:
+    if issubclass(cls, BaseModel):
+        return [n for n, f in cls.model_fields.items() if takes_text(f.annotation)]
+    return [n for n, hint in typing.get_type_hints(cls).items() if takes_text(hint)]
+
+
+CASES = [
+    pytest.param(cls, name, id=f"{cls.__name__}.{name}")
+    for cls in (InferOptions, TrainOptions)
+    for name in _text_fields(cls)
+]
+
+
+def test_the_sweep_finds_the_text_fields() -> None:
+    ids = {p.id for p in CASES}
+    assert {"InferOptions.quant", "InferOptions.network", "TrainOptions.framework"} <= ids
+
+
+@pytest.mark.parametrize(("cls", "name"), CASES)
+@pytest.mark.parametrize("blank", ["", " \t"])
+def test_an_empty_text_option_is_refused_naming_the_key(cls: type, name: str, blank: str) -> None:
+    given = {"model": "llama-3.1-8b", name: blank}
+    with pytest.raises(ValidationError) as caught:
+        cls.model_validate(given)  # type: ignore[attr-defined]
+    (error,) = caught.value.errors()
+    assert error["loc"] == (name,)
+    assert f"{blank!r} is empty; give a value, or leave the key out" in error["msg"]
+
+
+@pytest.mark.parametrize("name", _text_fields(InferOptions))
+def test_the_fast_path_and_the_web_model_refuse_it_too(name: str) -> None:
+    with pytest.raises(ValidationError, match="is empty"):
+        InferOptions(**{"model": "llama-3.1-8b", name: ""})
+    with pytest.raises(ValidationError, match="is empty"):
+        pydantic_model(InferOptions).model_validate({"model": "llama-3.1-8b", name: ""})
+
+
+def test_text_that_is_not_empty_passes() -> None:
+    assert InferOptions(model="llama-3.1-8b", quant="Q8_0").quant == "Q8_0"
+    assert TrainOptions(model="llama-3.1-8b", network="10gbe").network == "10gbe"

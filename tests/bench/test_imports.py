@@ -82,3 +82,13 @@ def test_a_file_that_is_not_text_is_named(tmp_path: Path) -> None:
     path.write_bytes(b'[{"gpu_info": "\xff"}]')
     with pytest.raises(InputError, match="is not UTF-8 text"):
         import_file(path, on="rtx-4090", model="llama-3.1-8b", quant=None, save=False)
+
+
+@pytest.mark.parametrize("avg_ts", ["1_000", "nan", "inf"])
+def test_a_llama_bench_csv_rate_is_a_plain_number(avg_ts: str) -> None:
+    """Before: '1_000' read as 1000 tok/s (Python's float() takes underscores), 'nan' and
+    'inf' refused only by the finite check; now every non-plain spelling is named."""
+    text = f"n_prompt,n_gen,avg_ts\n0,128,130.0\n0,128,{avg_ts}\n"
+    with pytest.raises(InputError, match=re.escape(f"llama-bench test 2: avg_ts = '{avg_ts}'")):
+        parse(text)
+    assert parse("n_prompt,n_gen,avg_ts\n0,128,1.305e2\n")[1][0].tokens_per_s == 130.5

@@ -95,7 +95,7 @@ def test_bench_unknown_group_exits_2() -> None:
     ("args", "says"),
     [
         # before: exit 0 after running every group (13 s here): '' meant "all"
-        (["--only", ""], "--only '' names no group"),
+        (["--only", ""], "Invalid value for '--only': '' is empty: give a value (Comma-separated"),
         (["--only", ",,,"], "--only ',,,' names no group"),
         # before: the matmul ran, the typo never reported (llm not chosen)
         (["--only", "matmul", "--model", "llama-3.1-8"], "Did you mean: llama-3.1-8b"),

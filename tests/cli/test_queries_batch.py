@@ -202,3 +202,25 @@ def test_queries_unknown_key_suggests_the_other_commands_name(tmp_path: Path) ->
     assert train_second["error"] == "line 2: Unknown option 'context' for train."
     assert train_second["hint"].startswith("Did you mean: seq,")
     assert infer.exit_code == train.exit_code == 2
+
+
+@pytest.mark.parametrize("command", ["infer", "train"])
+def test_queries_empty_text_is_bad_input_as_on_the_command_line(
+    tmp_path: Path, command: str
+) -> None:
+    """{"network": ""} was planned as no network given (as --network '' was): now the line is
+    bad input naming the key, and the next line is still answered."""
+    path = tmp_path / "q.jsonl"
+    path.write_text(
+        '{"model": "llama-3.1-8b", "on": "h100-sxm", "network": ""}\n'
+        '{"model": "llama-3.1-8b", "on": "h100-sxm"}\n',
+        encoding="utf-8",
+    )
+    result = CliRunner().invoke(cli, [command, "--queries", str(path)])
+    first, second = (json.loads(line) for line in result.stdout.splitlines())
+    assert first["error"] == (
+        "line 1: Bad option: key 'network' = '': Value error, '' is empty; give a value, or "
+        "leave the key out."
+    )
+    assert "error" not in second
+    assert result.exit_code == 2

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -89,8 +90,15 @@ def test_the_cli_imports_and_shows(store: Path) -> None:
         (HEADER.encode() + b"gpu,rtx-3090,used,700,2026-10-01,a\x00\n", "contains NUL bytes"),
         (
             HEADER.encode() + b"gpu,rtx-3090,used,nan,2026-10-01,a\n",
-            "'nan': Input should be a finite",
+            "'nan': Value error, 'nan' is not a plain number",
         ),
+        # before: exit 0, a price of 1000 (Python's float() reads '1_000')
+        (
+            HEADER.encode() + b"gpu,rtx-3090,used,1_000,2026-10-01,a\n",
+            "key 'usd' = '1_000': Value error, '1_000' is not a plain number; write digits",
+        ),
+        (HEADER.encode() + b"gpu,rtx-3090,used,1e999,2026-10-01,a\n", "is not a finite number"),
+        (HEADER.encode() + b"gpu,rtx-3090,used,-inf,2026-10-01,a\n", "is not a plain number"),
         (HEADER.encode() + b"gpu,rtx-3090,used,700,9999-01-01,a\n", "9999-01-01 is in the future"),
         (
             HEADER.encode() + b"gpu,rtx-3090,used,700,2026-10-01,eBay, sold\n",
@@ -107,3 +115,22 @@ def test_the_cli_names_a_bad_file_and_exits_2(store: Path, content: bytes, messa
     result = CliRunner().invoke(cli, ["prices", "import", str(bad)])
     assert result.exit_code == 2 and message in result.stderr, result.output
     assert "Traceback" not in result.output and user_prices() == {}
+
+
+def test_an_unknown_column_is_bad_input_naming_it_and_the_header(store: Path) -> None:
+    """Before: exit 0, the 'notes' and 'vat' columns read by no one (a price with VAT in a
+    column of its own was stored without it)."""
+    bad = store / "extra.csv"
+    bad.write_text(HEADER.strip() + ",notes,vat\ngpu,rtx-3090,used,700,2026-10-01,a,b,c\n")
+    result = CliRunner().invoke(cli, ["prices", "import", str(bad), "--json"])
+    assert result.exit_code == 2
+    assert json.loads(result.stdout) == {
+        "error": f"{bad}: unknown column(s) 'notes', 'vat'.",
+        "hint": "The header must be: kind,id,condition,usd,date,source",
+    }
+    missing = store / "missing.csv"
+    missing.write_text("kind,id,condition,usd,date,notes\ngpu,rtx-3090,used,700,2026-10-01,a\n")
+    says = r"missing column\(s\) source; unknown column\(s\) 'notes'"
+    with pytest.raises(InputError, match=says):
+        import_prices(missing)
+    assert user_prices() == {}

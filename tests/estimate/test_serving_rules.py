@@ -16,7 +16,7 @@ def _plan(**options: object) -> object:
 
 def test_every_rule_has_a_source_and_a_known_kind() -> None:
     kinds = {"heads_divide", "kv_heads_divide", "min_compute_capability", "vendor", "quant",
-             "kv_dtype"}  # fmt: skip
+             "kv_dtype", "weight_formats"}  # fmt: skip
     assert rules() and all(rule.source and rule.kind in kinds for rule in rules())
 
 
@@ -24,7 +24,7 @@ def test_every_rule_has_a_source_and_a_known_kind() -> None:
     ("options", "rule"),
     [
         # vLLM: 'Total number of attention heads (64) must be divisible by tensor parallel size (3)'
-        (dict(model="llama-3-70b", on="3x rtx-3090", engine="vllm", quant="AWQ"),
+        (dict(model="llama-3-70b", on="3x rtx-3090", engine="vllm", quant="AWQ", tp=3),
          "tp-divides-attention-heads"),
         (dict(model="llama-3-70b", on="6x a100-sxm-80gb", engine="sglang", tp=6, quant="FP8"),
          "tp-divides-attention-heads"),
@@ -145,3 +145,22 @@ def test_ollama_offload_without_a_host_plans_on_the_default_desktop_and_says_so(
     assert not any("default desktop host" in n for n in named.notes)  # type: ignore[attr-defined]
     assert bare.decode.tokens_per_s == named.decode.tokens_per_s  # type: ignore[attr-defined]
     assert not _plan(**base, offload="none").fits  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("engine", "quant"),
+    [("llama.cpp", "AWQ"), ("llama.cpp", "GPTQ"), ("ollama", "FP8"), ("llama.cpp", "INT8"),
+     ("ollama", "NF4")],
+)  # fmt: skip
+def test_a_weight_format_a_gguf_engine_cannot_load_is_bad_input(engine: str, quant: str) -> None:
+    # before: llama.cpp with AWQ planned as fitting (ggml.h has no AWQ/GPTQ/FP8/INT8/NF4 type)
+    with pytest.raises(InputError, match="gguf-weight-types") as caught:
+        _plan(model="llama-3.1-8b", on="rtx-4090", engine=engine, quant=quant)
+    assert caught.value.message.startswith(f"--engine {engine} cannot load ")
+    assert "--quant Q4_K_M" in (caught.value.hint or "")
+
+
+@pytest.mark.parametrize("quant", ["Q4_K_M", "Q8_0", "IQ4_XS", "F16", "BF16", "MXFP4"])
+def test_gguf_types_load_in_llama_cpp_and_other_formats_in_vllm(quant: str) -> None:
+    assert _plan(model="llama-3.1-8b", on="rtx-4090", engine="llama.cpp", quant=quant).fits
+    assert _plan(model="llama-3.1-8b", on="rtx-4090", engine="vllm", quant="AWQ").fits

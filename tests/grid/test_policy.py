@@ -60,3 +60,14 @@ def test_a_policy_file_with_aliases_or_binary_is_bad_input(tmp_path: Path) -> No
     bomb.write_bytes(b"min_vram: \xff\n")
     with pytest.raises(InputError, match="not UTF-8"):
         load_policy(bomb)
+
+
+def test_a_bool_in_a_policy_file_is_no_number(tmp_path: Path) -> None:
+    """Before: 'min_gpus: true' admitted nodes with one GPU (read as 1)."""
+    path = tmp_path / "policy.yaml"
+    path.write_text("admission:\n  min_gpus: true\n  min_cpu_cores: 4\n")
+    with pytest.raises(InputError) as caught:
+        load_policy(path)
+    assert "key 'min_gpus' = True: Value error, true is not a number; give a number" in str(
+        caught.value
+    )

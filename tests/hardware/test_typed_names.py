@@ -34,3 +34,20 @@ def test_an_unknown_name_still_suggests() -> None:
     with pytest.raises(UnknownNameError) as caught:
         get_accelerator("MacBook Pro M9 Max")
     assert "Did you mean" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "part"), [("2x rtx-3091", "rtx-3091"), ("20x raspberry-pi-5-8gb+nvlink", None)]
+)
+def test_an_unknown_device_with_a_count_is_named_without_its_count(
+    text: str, part: str | None
+) -> None:
+    # before: "Unknown GPU '2x rtx-3091'", suggestions for the whole text
+    from rigwise.hardware.nodes import node_from_text
+
+    with pytest.raises(UnknownNameError) as caught:
+        node_from_text(text)
+    expected = part or text.split("x ", 1)[1].split("+")[0]
+    assert caught.value.name == expected
+    assert caught.value.suggestions
+    assert node_from_text("2x 7900 XTX").count == 2  # a name that starts with digits still splits

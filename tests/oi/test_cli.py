@@ -62,7 +62,7 @@ def test_simulate_json_has_the_named_keys(capsys) -> None:  # type: ignore[no-un
         (["calibrate", "pump", "feed", "--run", "1e309:1"], "Weighed run inf:1 needs a finite"),
         (["calibrate", "pump", "feed", "--run", "60:nan"], "Weighed run 60:nan needs a finite"),
         # before: exit 0, an empty or a 100k-character provenance stored with the fit
-        (["calibrate", "pump", "feed", "--run", "60:1", "--source", ""], "not a provenance line"),
+        (["calibrate", "pump", "feed", "--run", "60:1", "--source", ""], "'' is empty: give"),
         (["calibrate", "pump", "feed", "--run", "60:1", "--source", "x" * 100_000], "at most 300"),
         # before: exit 0 and a clean report: the fault / ack came after the run's end
         (["simulate", "--days", "1", "--fault", "occlusion@400d"], "would never happen"),

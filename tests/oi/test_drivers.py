@@ -196,6 +196,20 @@ sensors:
             "sensors: {}",
             "key 'pumps.feed.pwm.duty' = 2: Input should be less than or equal to 1.",
         ),
+        # before: pin: true read as GPIO pin 1 (pydantic's lax mode takes a bool for an int)
+        (
+            "pumps: {feed: {type: pwm, pin: true, flow_ml_per_s: 1}}\nheater: {pin: 1}\n"
+            "sensors: {}",
+            "key 'pumps.feed.pwm.pin' = True: Value error, true is not a number; give a number.",
+        ),
+        (
+            "pumps: {}\nheater: {pin: 12, relay_pin: false}\nsensors: {}",
+            "key 'heater.relay_pin' = False: Value error, false is not a number",
+        ),
+        (
+            "i2c_bus: true\npumps: {}\nheater: {pin: 1}\nsensors: {}",
+            "key 'i2c_bus' = True: Value error, true is not a number",
+        ),
     ],
 )
 def test_bad_driver_files_name_the_problem(tmp_path: Path, text: str, words: str) -> None:

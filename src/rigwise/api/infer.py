@@ -19,6 +19,7 @@ from rigwise.api.infer_stages import (
     canonical_quant,
     check_engine,
     check_kv,
+    check_weights,
     cluster_of,
     default_engine,
     default_kv,
@@ -210,6 +211,7 @@ def _setup(opts: InferOptions) -> _Setup:
     quant = canonical_quant(
         opts.quant or file_quant(spec) or native_format(spec.name, engine) or default_quant(engine)
     )
+    check_weights(engine, quant)
     kv_dtype = opts.kv_quant or default_kv(engine, quant)
     check_kv(engine, kv_dtype)
     laid, layout_note = default_layout(opts, cluster, engine, spec, quant)

@@ -36,6 +36,7 @@ from rigwise.plans import DOES_NOT_FIT
 
 if TYPE_CHECKING:
     from rigwise.api.infer_options import InferOptions
+    from rigwise.estimate.engine_rules import Violation
 
 GGUF_ENGINES = ("llama.cpp", "ollama")
 DEFAULT_QUANT = {"llama.cpp": "Q4_K_M", "ollama": "Q4_K_M", "mlx": "Q4_0"}
@@ -68,25 +69,38 @@ def default_engine(cluster: Cluster, concurrency: int | str) -> str:
 def check_engine(engine: str, cluster: Cluster) -> None:
     from rigwise.estimate.engine_rules import vendor_violation
 
-    found = vendor_violation(engine, [node.accelerator for node, _ in cluster.runs])
-    if found is not None:
-        raise InputError(
-            f"{found.message} (engine rule {found.rule})",
-            hint="Use --engine llama.cpp or vllm, or leave --engine out for the default.",
-        )
+    _refuse(
+        vendor_violation(engine, [node.accelerator for node, _ in cluster.runs]),
+        "Use --engine llama.cpp or vllm, or leave --engine out for the default.",
+    )
 
 
 def check_kv(engine: str, kv_dtype: str) -> None:
     """A --kv-quant the engine has no option for is bad input (engine_rules.csv kv_dtype)."""
     from rigwise.estimate.engine_rules import kv_violation
 
-    found = kv_violation(engine, kv_dtype)
+    _refuse(
+        kv_violation(engine, kv_dtype),
+        "Use --kv-quant fp8 (or leave it out for the engine's default), or --engine "
+        "llama.cpp, which takes q8_0 and q4_0.",
+    )
+
+
+def check_weights(engine: str, quant: str) -> None:
+    """A --quant the engine cannot load is bad input (engine_rules.csv weight_formats)."""
+    from rigwise.estimate.engine_rules import weights_violation
+
+    _refuse(
+        weights_violation(engine, quant),
+        "A GGUF engine runs GGUF types: use --quant Q4_K_M (or Q8_0, F16), or --engine vllm "
+        "for an AWQ, GPTQ, FP8 or INT8 checkpoint.",
+    )
+
+
+def _refuse(found: Violation | None, hint: str) -> None:
+    """An engine rule broken by the options themselves, whatever the layout: bad input."""
     if found is not None:
-        raise InputError(
-            f"{found.message} (engine rule {found.rule})",
-            hint="Use --kv-quant fp8 (or leave it out for the engine's default), or --engine "
-            "llama.cpp, which takes q8_0 and q4_0.",
-        )
+        raise InputError(f"{found.message} (engine rule {found.rule})", hint=hint)
 
 
 def default_quant(engine: str) -> str:
@@ -145,16 +159,18 @@ def _allowed_tp(engine: str, spec: ModelSpec, cluster: Cluster, quant: str) -> i
 def default_layout(
     options: InferOptions, cluster: Cluster, engine: str, spec: ModelSpec, quant: str
 ) -> tuple[InferOptions, str | None]:
-    """A node larger than 8 devices (GB200 NVL72) with no --tp/--pp/--dp: one tensor-parallel
-    group of the whole node breaks the engine's head rules for every model (no model's heads
-    divide 72), so take the largest tp <= 8 the rules allow, the fewest pipeline stages whose
-    weights fit, and the rest of the node as data-parallel replicas; with the note saying so."""
+    """A node whose whole tensor-parallel group breaks the engine's head rules, with no
+    --tp/--pp/--dp: a GB200 NVL72 (no model's heads divide 72) or 3, 5, 6 or 7 cards (vLLM
+    refuses --tensor-parallel-size 3 for 32 heads). Take the largest tp <= 8 the rules allow
+    that divides the node, the fewest pipeline stages whose weights fit, and the rest of the
+    node as data-parallel replicas, with the note saying so: what a user of that engine runs
+    (3x RTX 3090 and an 8B model: three replicas), not "does not fit" and a fourth card."""
     asked = (options.tp, options.pp, options.disagg, options.dp, options.ep, options.attention_dp)
     kinds = {(node.accelerator.id, node.count) for node, _ in cluster.runs}
     node = cluster.runs[0][0]
     if asked != (None, None, None, 1, 1, 1) or _split(options, engine) != "tensor":
         return options, None
-    if len(kinds) > 1 or node.count <= _MAX_DEFAULT_TP:
+    if len(kinds) > 1 or node.count == 1:
         return options, None
     width = _allowed_tp(engine, spec, cluster, quant)
     if width is None:
@@ -162,12 +178,16 @@ def default_layout(
     groups = cluster.accelerator_count // width
     room = usable_memory_bytes(node.accelerator, overheads(engine, node.accelerator))
     margin = overheads(engine, node.accelerator).tight_margin
-    pp = min(groups, max(1, math.ceil(spec.weights_bytes(quant) / (width * room * (1 - margin)))))
-    dp = groups // pp
+    need = max(1, math.ceil(spec.weights_bytes(quant) / (width * room * (1 - margin))))
+    # as many replicas as fit, each as deep as the groups allow: 3 cards and a 70B model that
+    # needs 2 stages run pp 3 (what vLLM users run), not pp 2 beside an idle card
+    dp = max(1, groups // need)
+    pp = min(groups, groups // dp) if need <= groups else groups
+    replicas = f"{dp} data-parallel replica{'s' if dp > 1 else ''}"
     note = (
         f"No tensor-parallel group of a whole {node.count}-device node suits {spec.name} "
         f"({spec.num_attention_heads} heads, engine rule); planned as tp {width} x pp {pp} "
-        f"with {dp} data-parallel replicas. Give --tp/--pp/--dp to choose."
+        f"with {replicas}. Give --tp/--pp/--dp to choose."
     )
     return replace(options, tp=width, pp=pp if pp > 1 else None, dp=dp), note
 

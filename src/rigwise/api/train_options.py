@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from rigwise.option_fields import no_flag, number_not_flag
+from rigwise.option_fields import no_blank, no_flag, number_not_flag, takes_text
 from rigwise.units import parse_count, whole_count
 
 
@@ -137,9 +137,11 @@ class TrainOptions(BaseModel):
     @field_validator("*", mode="before")
     @classmethod
     def _no_flags(cls, value: object, info: ValidationInfo) -> object:
-        name = info.field_name or ""
-        if number_not_flag(cls.model_fields[name].annotation):
+        hint = cls.model_fields[info.field_name or ""].annotation
+        if number_not_flag(hint):
             return no_flag(None)(value)  # pydantic reads true as 1: {"seq": true} was 1 token
+        if takes_text(hint):
+            return no_blank(None)(value)  # {"network": ""} was no network given
         return value
 
     @field_validator("seq", "global_batch", "steps", mode="before")

@@ -24,7 +24,7 @@ from typing import Any
 
 from rigwise.bench.calibration import EFFICIENCY_BOUNDS
 from rigwise.errors import InputError, RigwiseError, shown_value
-from rigwise.validate_input import load_json, read_user_text
+from rigwise.validate_input import load_json, plain_number, read_user_text
 
 ENGINE = "llama.cpp"
 _K_QUANT = re.compile(r"\b(Q\d_K)\s*-\s*(Small|Medium|Large)\b", re.IGNORECASE)
@@ -87,15 +87,10 @@ def _number(value: object, where: str, whole: bool = False, hint: str = _UNEDITE
     """A count or rate from the file: a finite number >= 0 (a whole one for token counts), or
     an InputError naming where it is; a missing or empty value is 0."""
     try:
-        number = float(value or 0)  # type: ignore[arg-type]
-    except (TypeError, ValueError, OverflowError):
+        number = plain_number(value) if value not in (None, "") else 0.0  # not '1_000', 'inf'
+    except ValueError:
         number = math.nan
-    if (
-        isinstance(value, bool)
-        or not math.isfinite(number)
-        or number < 0
-        or (whole and number != int(number))
-    ):
+    if not math.isfinite(number) or number < 0 or (whole and number != int(number)):
         kind = "a whole number >= 0" if whole else "a finite number >= 0"
         raise InputError(f"{where} = {shown_value(str(value), 40)} is not {kind}.", hint=hint)
     return number

@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from rigwise.cli._common import harden_numbers, run_guarded
+from rigwise.cli._common import harden_params, run_guarded
 
 # command name -> "module:attribute"; a module that is not there (yet) is simply not listed.
 COMMANDS: dict[str, str] = {
@@ -122,7 +122,7 @@ class LazyGroup(click.Group):
         module_name, attribute = target.split(":")
         command = getattr(importlib.import_module(module_name), attribute)
         assert isinstance(command, click.Command)
-        return harden_numbers(command)
+        return harden_params(command)
 
     def resolve_command(
         self, ctx: click.Context, args: list[str]

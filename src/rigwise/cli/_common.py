@@ -126,13 +126,10 @@ def _exit_code(code: object) -> int:
 def finish(
     plan: Any, as_json: bool, render: Callable[[Any], None], fields: Selection | None = None
 ) -> int:
-    """The one way a planning command ends: the plan as JSON (only ``fields`` of it, when
-    given) or rendered, then exit 0 when it fits and 1 (infeasible; the reason is in the plan
-    and its rendering) when it does not."""
-    if fields is not None:
-        print_json(fields.of(plan))
-    elif as_json:
-        print_json(plan)
+    """The one way a planning command ends: the plan (or its ``fields``) as JSON, or rendered;
+    then exit 0 when it fits and 1 (infeasible; the reason is in the plan) when it does not."""
+    if as_json or fields is not None:
+        print_json(plan if fields is None else fields.of(plan))
     else:
         render(plan)
     return EXIT_OK if plan.fits else EXIT_INFEASIBLE
@@ -147,6 +144,7 @@ ENCODE = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
 # A batch planner: the plans (or the exception each query raised) of many option objects, in
 # order, evaluated together where they share a model and hardware (api/train_batch.py).
 BatchPlanner = Callable[[list[dict[str, Any]]], list[Any]]
+Convert = Callable[[Any], Any]  # a plan -> its JSON answer (to_jsonable, or some fields of it)
 
 
 def run_queries(
@@ -233,7 +231,7 @@ def _answers(
     plan: Callable[..., Any],
     batch: BatchPlanner | None,
     memo: dict[str, Any],
-    convert: Callable[[Any], Any],
+    convert: Convert,
 ) -> list[tuple[str, int]]:
     """(JSON line, exit code) of each numbered line; ``convert``: a plan's JSON. ``memo``:
     line text -> its plan's (JSON line, exit code), or the exception planning it raised
@@ -290,9 +288,7 @@ def _parse(number: int, line: Line) -> Any:
     return query
 
 
-def _answer(number: int, outcome: Any, convert: Callable[[Any], Any] = to_jsonable) -> (
-    tuple[Any, int]
-):  # fmt: skip
+def _answer(number: int, outcome: Any, convert: Convert = to_jsonable) -> tuple[Any, int]:
     """A line's JSON result and exit code, from its plan or the exception planning raised."""
     from rigwise.errors import RigwiseError
 
@@ -342,10 +338,15 @@ class FiniteNumber(click.ParamType):
         return number
 
 
-def harden_numbers(command: click.Command) -> click.Command:
+def harden_params(command: click.Command) -> click.Command:
     """Give every plain int/float option of ``command`` (and of its subcommands) the checked
-    number type, once, where commands are registered: no command can forget it."""
+    number type, and every text or path parameter the refusal of an empty value typed
+    (``option_types.NotBlank``), once, where commands are registered: no command can forget
+    them."""
+    from rigwise.cli.option_types import harden_text
+
     for param in command.params:
+        harden_text(param)
         kind = type(param.type)
         if kind is click.types.FloatParamType:
             param.type = FiniteNumber(integer=False)
@@ -353,7 +354,7 @@ def harden_numbers(command: click.Command) -> click.Command:
             param.type = FiniteNumber(integer=True)
     if isinstance(command, click.Group):
         for sub in command.commands.values():
-            harden_numbers(sub)
+            harden_params(sub)
     return command
 
 

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from rigwise.errors import InputError, shown_value, validation_message
 from rigwise.hardware import Accelerator
 from rigwise.serialize import JsonObject
-from rigwise.validate_input import read_user_text
+from rigwise.validate_input import plain_number, read_user_text
 
 DATA_DIR_ENV = "RIGWISE_DATA_DIR"  # shared with rigwise.bench.calibration
 STORE = "prices.csv"
@@ -44,6 +44,11 @@ class PriceRow(BaseModel):
     usd: float = Field(gt=0, lt=10_000_000, allow_inf_nan=False)
     date: dt.date
     source: str = Field(min_length=1, max_length=500)
+
+    @field_validator("usd", mode="before")
+    @classmethod
+    def _plain(cls, value: Any) -> float:
+        return plain_number(value)  # pydantic reads '1_000' as 1000
 
     @field_validator("id", "source", mode="before")
     @classmethod
@@ -85,10 +90,14 @@ def store_path() -> Path:
 
 def _read_rows(text: str, where: str) -> list[UserPrice]:
     reader = csv.DictReader(io.StringIO(text))
-    missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
-    if missing:
+    header = reader.fieldnames or []
+    missing = [c for c in COLUMNS if c not in header]
+    unknown = [c for c in header if c not in COLUMNS]
+    if missing or unknown:  # an unknown column was read by no one: its values were lost
+        said = [f"missing column(s) {', '.join(missing)}"] if missing else []
+        said += [f"unknown column(s) {', '.join(map(repr, unknown))}"] if unknown else []
         raise InputError(
-            f"{where}: missing column(s) {', '.join(missing)}.",
+            f"{where}: {'; '.join(said)}.",
             hint=f"The header must be: {','.join(COLUMNS)}",
         )
     rows = []

@@ -4,7 +4,8 @@ Rules are data (each with its source): tensor parallelism must divide the attent
 heads (vLLM, SGLang, TensorRT-LLM), minimum NVIDIA compute capability, engines tied to one
 vendor, and weight formats that need native hardware (FP8 on Ada/Hopper+, with vLLM's
 documented FP8 Marlin weight-only fallback from Turing; NVFP4 on Blackwell), and the KV-cache
-dtypes an engine has an option for (``kv_violation``: bad input, as ``vendor_violation``).
+dtypes an engine has an option for (``kv_violation``: bad input, as ``vendor_violation``), and
+the weight formats a GGUF engine loads (``weights_violation``: bad input too).
 ``violation`` names the first broken rule; the planner answers "does not fit" with it, and
 levers that break one are never offered (they re-plan and come back not fitting).
 """
@@ -132,6 +133,22 @@ def kv_violation(engine: str, kv_dtype: str) -> Violation | None:
             return Violation(
                 rule.name,
                 f"--engine {engine} keeps its KV cache in {', '.join(allowed)}; not {kv_dtype}.",
+                rule.source,
+            )
+    return None
+
+
+def weights_violation(engine: str, quant: str) -> Violation | None:
+    """A weight format the engine cannot load (``weight_formats`` rows list the ones it can),
+    bad input whatever the layout: llama.cpp runs GGUF tensor types, not an AWQ checkpoint."""
+    name = quant.lower()
+    for rule in _active(engine):
+        if rule.kind == "weight_formats" and not any(
+            glob_match(name, p) for p in _globs(rule.value)
+        ):
+            return Violation(
+                rule.name,
+                f"--engine {engine} cannot load {quant} weights.",
                 rule.source,
             )
     return None

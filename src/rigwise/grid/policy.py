@@ -11,10 +11,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from rigwise.catalog.loader import read_yaml
 from rigwise.errors import InputError, validation_message
+from rigwise.file_model import FileModel
 from rigwise.serialize import JsonObject
 from rigwise.units import format_bytes
 from rigwise.validate_input import load_yaml, read_user_text
@@ -57,10 +58,9 @@ class MachineFacts:
         return cls(**{**data, "gpus": gpus})
 
 
-class PolicyModel(BaseModel):
-    """The policy file (YAML) as read at the edge."""
+class PolicyModel(FileModel):
+    """The policy file (YAML) as read at the edge (``min_gpus: true`` is no number)."""
 
-    model_config = ConfigDict(extra="forbid")
     min_gpus: int = Field(default=0, ge=0)
     min_gpu_memory_bytes: float = Field(default=0, ge=0)
     min_measured_flops: float = Field(default=0, ge=0)

@@ -17,7 +17,7 @@ from rigwise.errors import (
     shown_value,
 )
 from rigwise.hardware.catalog import accelerator_catalog, link_catalog, system_catalog
-from rigwise.hardware.types import Accelerator, Cluster, Link, Node, SystemPreset
+from rigwise.hardware.types import Accelerator, Cluster, Link, Node, Resolution, SystemPreset
 
 _COUNT_PREFIX = re.compile(r"^\s*(\d+)\s*[x×*]\s*(\S.*)$", re.IGNORECASE)
 MAX_DEVICES = 1 << 20
@@ -40,6 +40,19 @@ def split_count(text: str) -> tuple[int, str]:
         except UnknownNameError:
             pass
     return 1, text.strip()
+
+
+def _resolve_part(target: str) -> Resolution:
+    """The catalog row of a node's device; an unknown '2x rtx-3091' names 'rtx-3091' (and
+    suggests for it), not the whole text with its count."""
+    try:
+        return accelerator_catalog().resolve(target)
+    except UnknownNameError:
+        match = _COUNT_PREFIX.match(target)
+        if match is None:
+            raise
+        accelerator_catalog().resolve(match[2])  # raises, naming the device part
+        raise
 
 
 def _positive_count(count: int, text: str) -> int:
@@ -212,7 +225,7 @@ def node_from_text(text: str, host_memory_bytes: float | None = None) -> Node:
     system = find_system(target)
     if system is not None:
         return node_from_system(system, count, link_text.strip() or None, host_memory_bytes)
-    accelerator = accelerator_catalog().resolve(target).accelerator
+    accelerator = _resolve_part(target).accelerator
     link = intra_link_for(accelerator, link_text.strip() or None)
     return Node(
         accelerator=accelerator,

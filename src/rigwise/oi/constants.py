@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from rigwise.errors import CatalogError, InputError
-from rigwise.validate_input import load_yaml, read_user_text
+from rigwise.validate_input import load_yaml, plain_number, read_user_text
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,10 @@ def _parse(raw: Any, origin: str) -> Constants:
         try:
             rows.append(
                 Constant(
-                    str(item["key"]), float(item["value"]), str(item["unit"]), str(item["source"])
+                    str(item["key"]),
+                    plain_number(item["value"]),  # float() took true, '1_000', '.inf'
+                    str(item["unit"]),
+                    str(item["source"]),
                 )
             )
         except (KeyError, TypeError, ValueError) as exc:

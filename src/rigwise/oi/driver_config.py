@@ -20,19 +20,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from rigwise.errors import InputError
+from rigwise.file_model import FileModel
 from rigwise.oi.drivers import Ds18b20, EzoSensor, GpioHeater, GpioPwmPump, GpioStepperPump
 from rigwise.oi.hw import Actuator, Clock, Sensor, fit_pump_calibration, nominal_calibration
 from rigwise.validate_input import load_yaml, read_user_text, validated
 
 
-class _Strict(BaseModel):  # not FileModel: its "*" validator breaks a discriminator
-    model_config = ConfigDict(extra="forbid")
-
-
-class PwmPump(_Strict):
+class PwmPump(FileModel):
     type: Literal["pwm"]
     pin: int = Field(ge=0, le=27)
     duty: float = Field(default=1.0, gt=0, le=1)
@@ -43,7 +40,7 @@ class PwmPump(_Strict):
     max_run_s: float = Field(default=120.0, gt=0)
 
 
-class StepperPump(_Strict):
+class StepperPump(FileModel):
     type: Literal["stepper"]
     step_pin: int = Field(ge=0, le=27)
     dir_pin: int = Field(ge=0, le=27)
@@ -52,23 +49,23 @@ class StepperPump(_Strict):
     step_hz: float = Field(gt=0, le=20_000)
 
 
-class Heater(_Strict):
+class Heater(FileModel):
     pin: int = Field(ge=0, le=27)
     relay_pin: int | None = Field(default=None, ge=0, le=27)
 
 
-class Ezo(_Strict):
+class Ezo(FileModel):
     type: Literal["ezo"]
     kind: Literal["ph", "do", "ec"]
     address: int = Field(ge=0x03, le=0x77)
 
 
-class W1Temperature(_Strict):
+class W1Temperature(FileModel):
     type: Literal["ds18b20"]
     path: str
 
 
-class DriverConfig(_Strict):
+class DriverConfig(FileModel):
     i2c_bus: int = 1
     pumps: dict[str, Annotated[PwmPump | StepperPump, Field(discriminator="type")]]
     heater: Heater

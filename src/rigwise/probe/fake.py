@@ -14,9 +14,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from rigwise.errors import InputError, shown_value
+from rigwise.file_model import FileModel
 from rigwise.probe.backend import GpuSample
 from rigwise.probe.matching import catalog_id
 from rigwise.probe.report import (
@@ -31,10 +32,6 @@ from rigwise.probe.report import (
 from rigwise.units import parse_bytes
 
 ENV_VAR = "RIGWISE_FAKE_HARDWARE"
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 def _bytes(value: Any) -> float:
@@ -52,22 +49,22 @@ def _sample_fields(value: dict[str, float]) -> dict[str, float]:
     return value
 
 
-class FakeCpu(_Strict):
+class FakeCpu(FileModel):
     model: str = "Fake CPU"
     cores: int = Field(default=8, ge=1)
     threads: int = Field(default=16, ge=1)
     numa_nodes: int = Field(default=1, ge=1)
-    isa_features: list[str] = []
+    isa_features: list[str] = Field(default_factory=list)
 
 
-class FakePcie(_Strict):
+class FakePcie(FileModel):
     current_gen: int | None = None
     max_gen: int | None = None
     current_width: int | None = None
     max_width: int | None = None
 
 
-class FakeGpu(_Strict):
+class FakeGpu(FileModel):
     name: str
     memory: float = Field(description="bytes, or a size string such as '24GB'")
     pcie: FakePcie | None = None
@@ -76,14 +73,15 @@ class FakeGpu(_Strict):
     numa_node: int | None = None
     nvlink_links_active: int = 0
     performance_state: int | None = None
-    sample: dict[str, float] = {}  # GpuSample fields for `rigwise monitor`
-    measured: dict[str, float] = {}  # bench figures, keyed by measurement name
+    # GpuSample fields for `rigwise monitor`; bench figures, keyed by measurement name
+    sample: dict[str, float] = Field(default_factory=dict)
+    measured: dict[str, float] = Field(default_factory=dict)
 
     _parse_memory = field_validator("memory", mode="before")(_bytes)
     _check_sample = field_validator("sample")(_sample_fields)
 
 
-class FakeDisk(_Strict):
+class FakeDisk(FileModel):
     name: str
     size: float
     kind: str = "nvme"
@@ -92,19 +90,19 @@ class FakeDisk(_Strict):
     _parse_size = field_validator("size", mode="before")(_bytes)
 
 
-class FakeNic(_Strict):
+class FakeNic(FileModel):
     name: str
     up: bool = True
     speed_bits_per_s: float | None = None
 
 
-class FakeMachine(_Strict):
+class FakeMachine(FileModel):
     cpu: FakeCpu = FakeCpu()
     memory: float = 64e9
-    gpus: list[FakeGpu] = []
+    gpus: list[FakeGpu] = Field(default_factory=list)
     topology: list[list[str]] | None = None
-    disks: list[FakeDisk] = []
-    network: list[FakeNic] = []
+    disks: list[FakeDisk] = Field(default_factory=list)
+    network: list[FakeNic] = Field(default_factory=list)
     driver_version: str | None = None
     cuda_driver_version: str | None = None
 
