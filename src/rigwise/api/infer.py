@@ -240,6 +240,10 @@ def _plan(opts: InferOptions) -> InferencePlan:
         check_pool_options(opts)
     setup = _setup_of(opts)
     spec, cluster, ctx = setup.spec, setup.cluster, setup.ctx
+    if opts.power_limit is not None:  # per device: each must accept it (nvidia-smi -pl)
+        from rigwise.hardware.power_limits import check_power_limit
+
+        check_power_limit(opts.power_limit, (node.accelerator for node, _ in cluster.runs))
     engine, quant, kv_dtype = ctx.engine, ctx.quant, ctx.kv_dtype
     if setup.layout_update is not None:
         opts = replace(opts, **setup.layout_update)
