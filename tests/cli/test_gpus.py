@@ -136,3 +136,25 @@ def test_bad_memory_filter_exits_2() -> None:
 def test_a_misspelt_vendor_or_kind_suggests_the_name(args: list[str], says: str) -> None:
     result = CliRunner().invoke(cli, ["gpus", *args])
     assert result.exit_code == 2 and says in result.stderr
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_valid_filters_that_match_nothing_are_a_result_naming_the_filter_to_relax(
+    as_json: bool,
+) -> None:
+    """Before: exit 2 'No accelerator matches those filters.' (bad input) as a table, and exit 0
+    with an empty list as JSON. Now exit 1 both ways (as build and fit answer nothing), saying
+    which filter, dropped, lets devices through."""
+    args = ["gpus", "--vendor", "nvidia", "--min-memory", "100TB", "--max-price", "1"]
+    code, out, err = run(*args, *(["--json"] if as_json else []))
+    assert code == 1
+    said = json.loads(out)["notes"][0] if as_json else err.strip()
+    assert said.startswith("No accelerator matches --vendor nvidia, --min-memory 100TB, ")
+    assert said.endswith("Relax more than one of them.")  # neither alone is the cause
+    code, out, err = run("gpus", "--vendor", "nvidia", "--min-memory", "100TB", "--json")
+    assert code == 1 and json.loads(out)["devices"] == []
+    nvidia = sum(a.vendor == "nvidia" for a in accelerators())
+    assert json.loads(out)["notes"] == [
+        f"No accelerator matches --vendor nvidia, --min-memory 100TB. Relax --min-memory "
+        f"({nvidia} match without it)."
+    ]

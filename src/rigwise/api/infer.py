@@ -41,11 +41,7 @@ from rigwise.estimate.inference import Context, Phase, decode_phase, prefill_pha
 from rigwise.estimate.inference_efficiency import catalog_efficiency, efficiency
 from rigwise.estimate.inference_memory import MemoryBreakdown
 from rigwise.estimate.inference_stages import Stage
-from rigwise.estimate.plan_intervals import (
-    INFERENCE_INTERVAL_KEYS,
-    add_inference_intervals,
-    add_inference_intervals_part,
-)
+from rigwise.estimate.plan_intervals import INFERENCE_FINISH
 from rigwise.estimate.serving_layout import (
     check_expert_parallel,
     check_rules,
@@ -70,9 +66,7 @@ from rigwise.validate_input import check_option_names, merged_options, validated
 T = TypeVar("T")
 
 # P10-P90 ranges beside the numbers in the plan's JSON: estimate/plan_intervals.py
-register_json_finish(
-    InferencePlan, add_inference_intervals, add_inference_intervals_part, INFERENCE_INTERVAL_KEYS
-)
+register_json_finish(InferencePlan, *INFERENCE_FINISH)
 
 
 def plan_inference(options: InferOptions | None = None, /, **fields: object) -> InferencePlan:
@@ -246,6 +240,10 @@ def _plan(opts: InferOptions) -> InferencePlan:
         check_pool_options(opts)
     setup = _setup_of(opts)
     spec, cluster, ctx = setup.spec, setup.cluster, setup.ctx
+    if opts.power_limit is not None:  # per device: each must accept it (nvidia-smi -pl)
+        from rigwise.hardware.power_limits import check_power_limit
+
+        check_power_limit(opts.power_limit, (node.accelerator for node, _ in cluster.runs))
     engine, quant, kv_dtype = ctx.engine, ctx.quant, ctx.kv_dtype
     if setup.layout_update is not None:
         opts = replace(opts, **setup.layout_update)

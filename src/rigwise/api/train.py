@@ -192,6 +192,10 @@ def prepared(options: TrainOptions | None, fields: Mapping[str, object]) -> tupl
     spec, geo = _model(opts.model), cached_geometry(opts.model)
     cluster = _cluster(opts.on, opts.nodes, opts.network, opts.cluster)
     fabric = fabric_of(cluster, opts.power_limit)
+    if opts.power_limit is not None:  # a cap the device accepts (nvidia-smi -pl)
+        from rigwise.hardware.power_limits import check_power_limit
+
+        check_power_limit(opts.power_limit, (fabric.accelerator,))
     gpus = cluster.accelerator_count
     notes: Notes = ()
     if opts.framework:

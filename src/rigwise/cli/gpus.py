@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from rigwise.api.gpus import SORT_KEYS, sort_devices, value_metrics
-from rigwise.cli._common import EXIT_BAD_INPUT, console, fail, print_json
+from rigwise.cli._common import EXIT_INFEASIBLE, console, print_json
 from rigwise.hardware import Accelerator, Resolution, accelerators, resolve_accelerator
 from rigwise.units import TB, GiB, format_memory, format_rate, parse_bytes
 
@@ -230,17 +230,38 @@ def gpus(
     min_memory: str | None,
     max_price: float | None,
     as_json: bool,
-) -> None:
+) -> int | None:
     """Compare accelerators: memory, bandwidth, dense TFLOPS, power, price and value per $ and W."""
     if ctx.invoked_subcommand is not None:
-        return
+        return None
     devices = sort_devices(select(vendor, kind, min_memory, max_price), sort)
+    notes = [] if devices else [_nothing_matches(vendor, kind, min_memory, max_price)]
     if as_json:
-        print_json({"devices": [device_json(a) for a in devices], "notes": []})
-        return
-    if not devices:
-        fail("No accelerator matches those filters.", EXIT_BAD_INPUT)
-    _render_table(devices)
+        print_json({"devices": [device_json(a) for a in devices], "notes": notes})
+    elif devices:
+        _render_table(devices)
+    else:
+        click.echo(notes[0], err=True)
+    return None if devices else EXIT_INFEASIBLE  # nothing matching valid filters: a result
+
+
+def _nothing_matches(
+    vendor: tuple[str, ...], kind: tuple[str, ...], min_memory: str | None, max_price: float | None
+) -> str:
+    """Why the list is empty: which filter, dropped alone, lets devices through (and how many)."""
+    given = {
+        "--vendor": (" ".join(vendor), lambda: select((), kind, min_memory, max_price)),
+        "--kind": (" ".join(kind), lambda: select(vendor, (), min_memory, max_price)),
+        "--min-memory": (min_memory, lambda: select(vendor, kind, None, max_price)),
+        "--max-price": (max_price, lambda: select(vendor, kind, min_memory, None)),
+    }
+    filters = {name: (value, other) for name, (value, other) in given.items() if value}
+    said = ", ".join(f"{name} {value:g}" if isinstance(value, float) else f"{name} {value}"
+                     for name, (value, _) in filters.items())  # fmt: skip
+    counts = {name: len(other()) for name, (_, other) in filters.items()}
+    relax = [f"{name} ({count} match without it)" for name, count in counts.items() if count]
+    fix = f"Relax {' or '.join(relax)}." if relax else "Relax more than one of them."
+    return f"No accelerator matches {said}. {fix}"
 
 
 def _resolve_all(names: Iterable[str]) -> list[Resolution]:

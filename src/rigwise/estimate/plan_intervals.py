@@ -331,6 +331,12 @@ def add_training_intervals_part(plan: Any, data: dict[str, Any]) -> dict[str, An
     return add_training_intervals(data)
 
 
+# What api/infer.py and estimate/training.py register as their plans' JSON finish (whole, part,
+# the keys added: serialize.register_json_finish).
+INFERENCE_FINISH = (add_inference_intervals, add_inference_intervals_part, INFERENCE_INTERVAL_KEYS)
+TRAINING_FINISH = (add_training_intervals, add_training_intervals_part, TRAINING_INTERVAL_KEYS)
+
+
 def interval_text(
     bounds: list[float] | None,
     fmt: str | Callable[[float], str] = "{:,.1f}",

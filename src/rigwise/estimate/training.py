@@ -14,11 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rigwise.estimate.compute import TrainingFactors
-from rigwise.estimate.plan_intervals import (
-    TRAINING_INTERVAL_KEYS,
-    add_training_intervals,
-    add_training_intervals_part,
-)
+from rigwise.estimate.plan_intervals import TRAINING_FINISH
 from rigwise.estimate.plausibility import plausibility_notes
 from rigwise.estimate.training_layout import Geometry, LayoutArrays, Workload
 from rigwise.estimate.training_memory import MemoryArrays, memory_per_gpu
@@ -27,9 +23,7 @@ from rigwise.plans import StepBreakdown, TrainingMemory, TrainingPlan
 from rigwise.serialize import register_json_finish
 
 # P10-P90 ranges beside the numbers in the plan's JSON: estimate/plan_intervals.py
-register_json_finish(
-    TrainingPlan, add_training_intervals, add_training_intervals_part, TRAINING_INTERVAL_KEYS
-)
+register_json_finish(TrainingPlan, *TRAINING_FINISH)
 
 MEMORY_KEYS = ("weights_bytes", "gradients_bytes", "optimizer_bytes", "activations_bytes")
 
