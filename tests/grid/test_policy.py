@@ -71,3 +71,30 @@ def test_a_bool_in_a_policy_file_is_no_number(tmp_path: Path) -> None:
     assert "key 'min_gpus' = True: Value error, true is not a number; give a number" in str(
         caught.value
     )
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        ({"evil": 1}, "key 'evil' = 1: Extra inputs are not permitted"),
+        ({"cpu_cores": "many"}, "key 'cpu_cores' = 'many'"),
+        ({"cpu_cores": True}, "true is not a number"),
+        ({"memory_bytes": float("nan")}, "not a number (NaN)"),
+        ({"measured_flops": -1.0}, "key 'measured_flops' = -1.0: Input should be greater than"),
+        ({"gpus": 5}, "key 'gpus' = 5: Input should be a valid list"),
+        ({"gpus": [{"x": 1}]}, "key 'gpus.0.memory_bytes': Field required"),
+        ({"hostname": "h" * 100_000}, "at most 253 characters"),
+    ],
+)
+def test_join_facts_from_a_request_are_checked_key_by_key(
+    make_facts: Any, change: dict[str, object], named: str
+) -> None:
+    # before: HTTP 500 for an unknown key, a string, a list of wrong GPUs or a missing key;
+    # a bool count and a 100 kB hostname were stored
+    from rigwise.grid.policy import facts_from_request
+
+    with pytest.raises(InputError) as caught:
+        facts_from_request({**make_facts().to_dict(), **change})
+    assert caught.value.message.startswith("facts: ")
+    assert named in caught.value.message
+    assert facts_from_request(make_facts().to_dict()) == make_facts()  # probed facts pass

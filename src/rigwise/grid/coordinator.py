@@ -28,7 +28,7 @@ from rigwise.errors import GridError, InputError, RigwiseError, UnknownNameError
 from rigwise.grid import auth
 from rigwise.grid.config import GridConfig, ray_network_env
 from rigwise.grid.engine import ADMITTED, LOST
-from rigwise.grid.policy import MachineFacts
+from rigwise.grid.policy import facts_from_request
 from rigwise.grid.service import GridService
 
 log = logging.getLogger("rigwise.grid")
@@ -40,7 +40,7 @@ class _Refused(Exception):
 
 
 class JoinBody(BaseModel):
-    facts: dict[str, Any]
+    facts: dict[str, Any]  # checked by policy.facts_from_request (HTTP 400 naming the key)
     name: str = Field(min_length=1, max_length=200)
     # the account to credit: used with the join token for a new account, ignored for a
     # member's credential (its own account), chosen freely by the admin only
@@ -159,7 +159,7 @@ def _node_routes(app: FastAPI, service: GridService, access: _Access) -> None:
 
     @app.post("/api/join")
     def join(body: JoinBody, who: Joiner) -> dict[str, Any]:
-        facts = MachineFacts.from_dict(body.facts)
+        facts = facts_from_request(body.facts)
         answer = service.join(who, facts, body.name, body.owner, body.labels)
         log.info("node %s %s", answer["id"], answer["state"])
         return answer

@@ -21,6 +21,7 @@ from rigwise.units import format_bytes
 from rigwise.validate_input import load_yaml, read_user_text
 
 DEFAULT_POLICY_FILE = "grid_policy_default.yaml"
+MAX_FACT_BYTES = 1e18  # an exabyte: above any one machine's memory or disk
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,47 @@ class MachineFacts:
     def from_dict(cls, data: dict[str, Any]) -> MachineFacts:
         gpus = tuple(GpuFacts(**gpu) for gpu in data.get("gpus", ()))
         return cls(**{**data, "gpus": gpus})
+
+
+class _GpuFactsModel(FileModel):
+    name: str = Field(max_length=200)
+    memory_bytes: float = Field(ge=0, le=MAX_FACT_BYTES, allow_inf_nan=False)
+    catalog_id: str | None = Field(default=None, max_length=200)
+    nvlink_domain: str | None = Field(default=None, max_length=200)
+
+
+class FactsModel(FileModel):
+    """A machine's facts as a joining agent sends them (``POST /api/join``): every key known,
+    numbers finite, non-negative and within bounds, a bool no count, text of bounded length
+    (a hostname is at most 253 characters, RFC 1035 Sec. 2.3.4 with dots). What a probe may
+    fail to find (an empty hostname, 0 cores) is left to the policy to reject, as a result."""
+
+    hostname: str = Field(max_length=253)
+    cpu_cores: int = Field(ge=0, le=1_000_000)
+    memory_bytes: float = Field(ge=0, le=MAX_FACT_BYTES, allow_inf_nan=False)
+    gpus: list[_GpuFactsModel] = Field(default_factory=list, max_length=1024)
+    disk_free_bytes: float = Field(ge=0, le=MAX_FACT_BYTES, allow_inf_nan=False)
+    network_bytes_per_s: float = Field(ge=0, le=1e15, allow_inf_nan=False)
+    measured_flops: float = Field(ge=0, le=1e21, allow_inf_nan=False)
+    measured_memory_bandwidth_bytes_per_s: float = Field(ge=0, le=1e15, allow_inf_nan=False)
+    numa_nodes: int = Field(default=1, ge=0, le=1024)
+    site: str = Field(default="default", min_length=1, max_length=200)
+    switch: str = Field(default="default", min_length=1, max_length=200)
+    disk_path: str = Field(default=".", min_length=1, max_length=4096)
+    storage_path: str = Field(default="", max_length=4096)
+
+
+def facts_from_request(data: object) -> MachineFacts:
+    """The facts a joining agent sent, validated (``FactsModel``): InputError naming the bad
+    key, value and rule (HTTP 400) instead of an internal error or a stored 100 kB hostname."""
+    try:
+        checked = FactsModel.model_validate(data)
+    except ValidationError as exc:
+        raise InputError(
+            validation_message(exc, "facts"),
+            hint="Join with `rigwise grid join`, which sends the facts it probed and measured.",
+        ) from None
+    return MachineFacts.from_dict(checked.model_dump())
 
 
 class PolicyModel(FileModel):
