@@ -3,8 +3,9 @@
 Which paths a plan's JSON can hold is read from its classes, not kept by hand: the fields and
 properties ``rigwise.serialize`` writes (their types, from the annotations, say what lies
 below them), the keys a class's own ``to_dict`` writes, and what the class's registered
-finish adds (the P10-P90 ranges). A mapping (``power``, ``decode.parts``, the step's parts)
-may hold any key; a list (``memory.per_device``) is one value, not entered.
+finish adds (the P10-P90 ranges). A mapping (``power``, ``decode.parts``) may hold any key,
+unless its class declares them (``json_inline_keys``: the step's parts); a list
+(``memory.per_device``) is one value, not entered.
 
 ``Selection.of(plan)`` makes only the top-level parts of the plan's JSON that the paths are
 in (``serialize.to_jsonable_part``), and runs the finish only where a path can hold what it
@@ -73,8 +74,11 @@ def _walk(
     """Adds the paths below ``prefix`` of the JSON of a ``cls`` instance (``renames``: the
     JSON_INNER renames of its keys, from the field that holds it)."""
     for key, hint, inner, inlined in _children(cls):
-        if inlined:  # a mapping whose items are keys of this object
-            opened.add(prefix.removesuffix("."))
+        if inlined:  # a mapping whose items are keys of this object: the ones it declares
+            declared = getattr(cls, "json_inline_keys", None)
+            if declared is None:
+                opened.add(prefix.removesuffix("."))
+            paths.update(prefix + name for name in declared or ())
             continue
         path = prefix + (renames or {}).get(key, key)
         paths.add(path)

@@ -193,11 +193,31 @@ class TrainingMemory(JsonObject):
         return self.tensor_bytes + self.other_bytes
 
 
+# The parts of one optimizer step, in the order the JSON gives them (estimate/training_step
+# makes them; ``--fields step.<part>`` names them).
+STEP_PARTS = (
+    "compute_s",
+    "recompute_s",
+    "memory_bound_s",
+    "tp_comm_s",
+    "cp_comm_s",
+    "ep_comm_s",
+    "pp_bubble_s",
+    "pp_p2p_s",
+    "dp_comm_s",
+    "zero3_comm_s",
+    "optimizer_s",
+    "offload_s",
+    "overhead_s",
+)
+
+
 @dataclass(frozen=True)
 class StepBreakdown(JsonObject):
     """One optimizer step: seconds by part (compute, comms, bubble ...) and micro-batches."""
 
     json_properties: ClassVar[tuple[str, ...]] = ("seconds",)
+    json_inline_keys: ClassVar[tuple[str, ...]] = STEP_PARTS  # the keys ``parts`` holds
 
     parts: Mapping[str, float] = field(metadata={JSON_INLINE: True})
     microbatches: int

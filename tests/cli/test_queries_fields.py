@@ -209,3 +209,14 @@ def test_one_plan_with_fields(tmp_path: Path) -> None:
         "tokens_per_s_interval": whole["tokens_per_s_interval"],
         "layout.dp": whole["layout"]["dp"],
     }
+
+
+def test_a_step_part_is_a_field_and_a_misspelt_one_is_bad_input() -> None:
+    # before: 'step.secnds' was any key of an open mapping: null, exit 0
+    from rigwise.json_fields import field_names
+    from rigwise.plans import STEP_PARTS, TrainingPlan
+
+    known = field_names(TrainingPlan)
+    assert all(known.holds(f"step.{part}") for part in STEP_PARTS)
+    assert not known.holds("step.secnds")
+    assert known.holds("step.seconds") and known.holds("step.microbatches")

@@ -29,24 +29,9 @@ from rigwise.estimate.training_layout import Geometry, LayoutArrays, Workload
 from rigwise.estimate.training_memory import activation_bytes_per_token
 from rigwise.estimate.training_optimizer import offload_time, optimizer_time
 from rigwise.hardware import Accelerator
+from rigwise.plans import STEP_PARTS
 
 __all__ = ["STEP_PARTS", "Fabric", "StepArrays", "estimate_step"]
-
-STEP_PARTS = (
-    "compute_s",
-    "recompute_s",
-    "memory_bound_s",
-    "tp_comm_s",
-    "cp_comm_s",
-    "ep_comm_s",
-    "pp_bubble_s",
-    "pp_p2p_s",
-    "dp_comm_s",
-    "zero3_comm_s",
-    "optimizer_s",
-    "offload_s",
-    "overhead_s",
-)
 
 
 @dataclass(frozen=True)
