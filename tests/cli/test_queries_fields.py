@@ -220,3 +220,23 @@ def test_a_step_part_is_a_field_and_a_misspelt_one_is_bad_input() -> None:
     assert all(known.holds(f"step.{part}") for part in STEP_PARTS)
     assert not known.holds("step.secnds")
     assert known.holds("step.seconds") and known.holds("step.microbatches")
+
+
+@pytest.mark.parametrize(("command", "cls"), [("infer", InferencePlan), ("train", TrainingPlan)])
+def test_the_help_example_of_fields_is_fields_of_that_command(command: str, cls: type) -> None:
+    """``train --help`` gave infer's example (verdict,decode.tokens_per_s,memory.total_bytes):
+    each of its paths is unknown to train (exit 2)."""
+    import re
+
+    import click
+
+    from rigwise.cli import cli
+
+    found = cli.get_command(click.Context(cli), command)
+    assert found is not None
+    option = next(p for p in found.params if p.name == "fields")
+    example = re.search(r"e\.g\. (\S+)\.", " ".join((option.help or "").split()))
+    assert example is not None
+    paths = example.group(1).split(",")
+    assert len(paths) >= 2 and all(field_names(cls).holds(path) for path in paths), paths
+    selection(example.group(1), cls, command)  # no InputError

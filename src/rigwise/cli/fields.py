@@ -9,11 +9,20 @@ import click
 if TYPE_CHECKING:
     from rigwise.json_fields import Selection
 
-FIELDS_HELP = (
-    "With --json or --queries: print only these comma-separated dotted paths of the plan's "
-    "JSON, as one object keyed by them (null where a plan has none), e.g. "
-    "verdict,decode.tokens_per_s,memory.total_bytes. Faster: only those parts are written."
-)
+INFER_FIELDS_EXAMPLE = "verdict,decode.tokens_per_s,memory.total_bytes"
+TRAIN_FIELDS_EXAMPLE = "fits,tokens_per_s,memory_per_gpu.total_bytes"  # no verdict, no decode
+
+
+def fields_help(example: str) -> str:
+    """``--fields``'s help, with an ``example`` of paths the command's plans have."""
+    return (
+        "With --json or --queries: print only these comma-separated dotted paths of the plan's "
+        "JSON, as one object keyed by them (null where a plan has none), e.g. "
+        f"{example}. Faster: only those parts are written."
+    )
+
+
+FIELDS_HELP = fields_help(INFER_FIELDS_EXAMPLE)
 
 
 def fields_option(help_text: str = FIELDS_HELP) -> Any:
@@ -49,4 +58,12 @@ def plan_without_levers(plan: Any) -> Any:
     return planned
 
 
-__all__ = ["FIELDS_HELP", "fields_of", "fields_option", "plan_without_levers"]
+__all__ = [
+    "FIELDS_HELP",
+    "INFER_FIELDS_EXAMPLE",
+    "TRAIN_FIELDS_EXAMPLE",
+    "fields_help",
+    "fields_of",
+    "fields_option",
+    "plan_without_levers",
+]

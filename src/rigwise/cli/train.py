@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from rigwise.cli._common import apply_rig, finish, rig_option, run_queries
-from rigwise.cli.fields import fields_of, fields_option
+from rigwise.cli.fields import TRAIN_FIELDS_EXAMPLE, fields_help, fields_of, fields_option
 
 if TYPE_CHECKING:
     from rigwise.plans import TrainingPlan
@@ -205,7 +205,7 @@ _SEARCH = (
         help="JSONL of option objects ('-' for stdin); one result per line.",
     ),
     click.option("--json", "as_json", is_flag=True, help="Print the result as JSON."),
-    fields_option(),
+    fields_option(fields_help(TRAIN_FIELDS_EXAMPLE)),
 )
 
 
