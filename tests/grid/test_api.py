@@ -386,3 +386,14 @@ def test_datasets_are_replicated_to_storage_nodes_and_survive_their_loss(
     engine.alive[node["id"]] = False  # the storage node goes away
     assert client.get("/api/data/corpus", headers=admin).content == corpus
     assert client.get("/api/data/fresh", headers=admin).content == b"new data"
+
+
+def test_a_bool_is_no_token_count(grid: Any) -> None:
+    """``{"tokens": true}`` ran the model for 1 token (pydantic's lax int): now 422 naming it."""
+    _service, _engine, client, admin = grid
+    for bad in (True, False):
+        answer = client.post(
+            "/api/models/best/run", json={"prompt": "a", "tokens": bad}, headers=admin
+        )
+        assert answer.status_code == 422, answer.text
+        assert "tokens" in answer.text and "not a number" in answer.text

@@ -22,7 +22,7 @@ from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Header, Request
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from rigwise.errors import GridError, InputError, RigwiseError, UnknownNameError
 from rigwise.grid import auth
@@ -30,6 +30,7 @@ from rigwise.grid.config import GridConfig, ray_network_env
 from rigwise.grid.engine import ADMITTED, LOST
 from rigwise.grid.policy import facts_from_request
 from rigwise.grid.service import GridService
+from rigwise.option_fields import no_flag
 
 log = logging.getLogger("rigwise.grid")
 
@@ -61,6 +62,11 @@ class EvalBody(BaseModel):
 class RunBody(BaseModel):
     prompt: str = ""
     tokens: int = Field(64, ge=1, le=4096)
+
+    @field_validator("tokens", mode="before")
+    @classmethod
+    def _no_flag(cls, value: Any) -> Any:
+        return no_flag(None)(value)  # pydantic's lax int read {"tokens": true} as 1 token
 
 
 def _scheduler_loop(service: GridService, stop: threading.Event, interval: float) -> None:
