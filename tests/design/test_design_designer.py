@@ -117,6 +117,18 @@ def test_power_limit_slows_decode_a_little() -> None:
             assert limited[on].power_watts_load < base[on].power_watts_load
 
 
+def test_a_power_limit_below_what_a_card_accepts_builds_no_box_of_it() -> None:
+    """``build --power-limit 5`` ranked boxes of GPUs capped at 5 W (0.1 tok/s), which
+    ``nvidia-smi -pl`` refuses and ``infer --power-limit 5`` calls bad input: a rejection now."""
+    stock = run(budget_usd=None, target_tps=None)
+    capped = run(budget_usd=None, target_tps=None, power_limit_watts=5)
+    assert any(o.kind not in ("rent", "apple") for o in stock.options)
+    assert capped.options and all(o.kind in ("rent", "apple") for o in capped.options)
+    assert capped.rejected.get("power limit below what the GPU accepts", 0) > 0
+    above = run(budget_usd=None, target_tps=None, power_limit_watts=10_000)  # stock: min(., TDP)
+    assert {o.on for o in above.options} == {o.on for o in stock.options}
+
+
 def test_nothing_feasible_is_a_result() -> None:
     result = run(target_tps=10_000)
     assert result.options == ()

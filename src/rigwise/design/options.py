@@ -116,6 +116,15 @@ def _speed_scale(request: DesignRequest, gpu: Accelerator) -> tuple[float, dict[
     return effect.relative_throughput, effect.to_dict()
 
 
+def _below_settable(watts: float | None, gpu: Accelerator) -> bool:
+    """Whether ``watts`` is below the lowest cap ``gpu`` accepts (hardware/power_limits.py): no
+    box runs it there. A cap above its TDP leaves it at stock (assemble: min(limit, TDP))."""
+    from rigwise.hardware.power_limits import settable_range
+
+    found = settable_range(gpu) if watts else None
+    return found is not None and watts is not None and watts < found.min_watts
+
+
 def _settings(request: DesignRequest) -> tuple[float, float, float, float]:
     hours = request.hours_per_day or parts.rule("hours_per_day_default")
     years = request.years or parts.rule("tco_years_default")
@@ -271,6 +280,8 @@ def _box_option(
     today: dt.date,
 ) -> tuple[BuildOption | None, str]:
     hours, years, kwh, max_age = settings
+    if _below_settable(request.power_limit_watts, cand.gpu):
+        return None, "power limit below what the GPU accepts"
     rig, why = _box_rig(request, cand)
     if rig is None:
         return None, why
