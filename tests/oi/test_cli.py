@@ -57,10 +57,10 @@ def test_simulate_json_has_the_named_keys(capsys) -> None:  # type: ignore[no-un
         (["calibrate", "pump", "feed", "--run", "sixty:1"], "SECONDS:GRAMS"),
         (["calibrate", "pump", "feed", "--run", "60:1", "--run", "120:0.5"], "longer runs"),
         # before: exit 0, a flow of inf mL/min stored as the pump's calibration
-        (["calibrate", "pump", "feed", "--run", "60:1e309"], "Weighed run 60:inf needs a finite"),
+        (["calibrate", "pump", "feed", "--run", "60:1e309"], "'1e309' is not a finite number"),
         # before: 'The runs give a non-positive flow (0 mL/s)'
-        (["calibrate", "pump", "feed", "--run", "1e309:1"], "Weighed run inf:1 needs a finite"),
-        (["calibrate", "pump", "feed", "--run", "60:nan"], "Weighed run 60:nan needs a finite"),
+        (["calibrate", "pump", "feed", "--run", "1e309:1"], "'1e309' is not a finite number"),
+        (["calibrate", "pump", "feed", "--run", "60:nan"], "'nan' is not a plain number"),
         # before: exit 0, an empty or a 100k-character provenance stored with the fit
         (["calibrate", "pump", "feed", "--run", "60:1", "--source", ""], "'' is empty: give"),
         (["calibrate", "pump", "feed", "--run", "60:1", "--source", "x" * 100_000], "at most 300"),
@@ -141,6 +141,26 @@ def test_calibrate_pump_fits_and_stores_provenance(capsys, tmp_path: Path) -> No
     cal = json.loads(out)
     assert code == 0 and cal["flow_ml_per_s"] == pytest.approx(1 / 60, rel=1e-6)
     assert cal["id"].startswith("cal-") and cal["offset_ml"] == pytest.approx(0, abs=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("run", "said"),
+    [
+        ("0.0000001:1000", "outside what a small peristaltic pump moves (0.01-400 mL/min"),
+        ("60:0.0000001", "outside what a small peristaltic pump moves"),
+        ("60:1_0", "Bad --run '60:1_0': '1_0' is not a plain number"),
+        ("60:inf", "Bad --run '60:inf': 'inf' is not a plain number"),
+    ],
+)
+def test_calibrate_pump_refuses_a_flow_no_pump_moves_and_odd_numbers(  # type: ignore[no-untyped-def]
+    capsys, tmp_path: Path, run: str, said: str
+) -> None:
+    # before: 0.0000001 s for 1000 g stored ~6e11 mL/min; '1_0' read as 10 g
+    db = str(tmp_path / "oi.sqlite3")
+    code, _, err = call(capsys, "oi", "calibrate", "pump", "feed", "--run", run, "--db", db)
+    assert code == 2 and said in err
+    code, out, _ = call(capsys, "oi", "calibrate", "pump", "feed", "--run", "60:1.007", "--db", db)
+    assert code == 0 and "feed 1.0000 mL/min" in out  # a plain one still stores
 
 
 def test_no_traceback_from_a_subprocess(tmp_path: Path) -> None:

@@ -308,15 +308,17 @@ def calibrate_pump(
     pump: str, runs: tuple[str, ...], density: float, source: str, db: str | None, as_json: bool
 ) -> None:
     """Fit PUMP's flow (mL/s) and offset from weighed runs and store it with its provenance."""
+    from rigwise.oi.constants import load_constants
     from rigwise.oi.hw import WeighedRun, fit_pump_calibration
+    from rigwise.validate_input import plain_number
 
     parsed = []
     for text in runs:
         seconds, _, grams = text.partition(":")
-        try:
-            parsed.append(WeighedRun(float(seconds), float(grams)))
-        except ValueError:
-            fail(f"Bad --run {text!r}. Write SECONDS:GRAMS, e.g. 60:1.01.")
+        try:  # plain finite numbers: float() took '1_000' as 1000 and '1e309' as inf
+            parsed.append(WeighedRun(plain_number(seconds), plain_number(grams)))
+        except ValueError as exc:
+            fail(f"Bad --run {shown_value(text)}: {exc}. Write SECONDS:GRAMS, e.g. 60:1.01.")
     if not 0.5 <= density <= 2.0:
         fail(f"--density {density:g} g/mL is implausible. Use ~1.0 (medium 1.007, water 0.997).")
     if not source.strip() or len(source) > MAX_SOURCE_CHARS or not source.isprintable():
@@ -324,7 +326,11 @@ def calibrate_pump(
             f"--source {shown_value(source)} is not a provenance line. Give one printable line "
             f"of at most {MAX_SOURCE_CHARS} characters: balance, operator, date."
         )
-    cal = fit_pump_calibration(pump, parsed, density_g_per_ml=density, source=source)
+    c = load_constants()
+    plausible = (c["pump_flow_plausible_min_ml_per_s"], c["pump_flow_plausible_max_ml_per_s"])
+    cal = fit_pump_calibration(
+        pump, parsed, density_g_per_ml=density, source=source, plausible_ml_per_s=plausible
+    )
     store = _store(db)
     data = {
         "flow_ml_per_s": cal.flow_ml_per_s,

@@ -128,11 +128,13 @@ def fit_pump_calibration(
     *,
     density_g_per_ml: float = 1.007,
     source: str = "weighed runs",
+    plausible_ml_per_s: tuple[float, float] | None = None,
 ) -> PumpCalibration:
     """Fit flow and offset from timed runs weighed on a balance.
 
     The default density is culture medium's (~1.007 g/mL, DMEM at 37 degC); pass water's 0.997
-    when calibrating with water at 25 degC."""
+    when calibrating with water at 25 degC. A flow outside ``plausible_ml_per_s`` (the plant
+    constants pump_flow_plausible_min/max_ml_per_s) is refused: a unit slip, not a pump."""
     hint = "Give e.g. --run 60:1.02 --run 120:2.03 (seconds:grams)."
     for r in runs:  # 1e309 g was an infinite flow, stored and dosed from
         if not (math.isfinite(r.duration_s) and math.isfinite(r.mass_g)) or not (
@@ -159,6 +161,15 @@ def fit_pump_calibration(
         raise InputError(
             f"The runs give a non-positive flow ({flow:.4g} mL/s).",
             hint="Check the masses: longer runs must weigh more.",
+        )
+    if plausible_ml_per_s is not None and not (
+        plausible_ml_per_s[0] <= flow <= plausible_ml_per_s[1]
+    ):
+        low, high = (60 * bound for bound in plausible_ml_per_s)
+        raise InputError(
+            f"The runs give {flow * 60:.4g} mL/min, outside what a small peristaltic pump "
+            f"moves ({low:.3g}-{high:.3g} mL/min, plant constants pump_flow_plausible_*).",
+            hint="Check the units: seconds and grams (60:1.01 is 1.01 g in 60 s).",
         )
     blob = json.dumps([pump, [(r.duration_s, r.mass_g) for r in good], density_g_per_ml])
     cal_id = "cal-" + hashlib.sha256(blob.encode()).hexdigest()[:10]
