@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import click
 import pytest
 from click.testing import CliRunner
 
 from rigwise.cli import COMMANDS, cli, main
-from rigwise.cli.option_types import NotBlank
+from rigwise.cli.option_types import NotBlank, WritableFolder
 
 
 def _params() -> Iterator[tuple[list[str], click.Parameter, click.Command]]:
@@ -26,20 +27,22 @@ def _params() -> Iterator[tuple[list[str], click.Parameter, click.Command]]:
     while todo:
         path, command = todo.pop()
         yield from ((path, p, command) for p in command.params)
-        if isinstance(command, click.Group):
-            todo.extend(([*path, n], sub) for n, sub in command.commands.items())
+        if isinstance(command, click.Group):  # a lazy group's commands are not in .commands
+            found = ((n, command.get_command(ctx, n)) for n in command.list_commands(ctx))
+            todo.extend(([*path, n], sub) for n, sub in found if sub is not None)
 
 
 TEXT = [
     pytest.param(path, param, command, id=" ".join([*path, param.opts[0]]))
     for path, param, command in _params()
-    if isinstance(param.type, click.types.StringParamType | click.Path)
+    if isinstance(param.type, click.types.StringParamType | click.Path | WritableFolder)
 ]
 
 
 def test_the_sweep_finds_the_options_it_guards() -> None:
     names = {p.id for p in TEXT}
     assert {"infer --quant", "build --today", "gpus --vendor", "oi simulate --db"} <= names
+    assert {"build --plot-dir", "validate inference --plot-dir"} <= names  # WritableFolder
     assert len(TEXT) > 100
 
 
@@ -79,3 +82,12 @@ def test_a_default_of_empty_text_is_the_commands_own_none() -> None:
     ctx.set_parameter_source("storage", click.core.ParameterSource.COMMANDLINE)
     with pytest.raises(click.BadParameter, match="is empty"):
         storage.type.convert("", storage, ctx)
+
+
+def test_a_blank_plot_dir_makes_no_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``validate inference --plot-dir ' '`` made a folder named ' ' and wrote the plots there."""
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(cli, ["validate", "inference", "--plot-dir", " "])
+    assert result.exit_code == 2, result.output
+    assert "' ' is empty: give" in result.stderr
+    assert list(tmp_path.iterdir()) == []

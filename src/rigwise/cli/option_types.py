@@ -71,7 +71,8 @@ def harden_text(param: click.Parameter) -> None:
     """Give a text or path parameter the ``NotBlank`` check, keeping its own type (a subclass
     made once per type, the instance's settings copied)."""
     kind = type(param.type)
-    if not issubclass(kind, click.types.StringParamType | click.Path) or issubclass(kind, NotBlank):
+    text = (click.types.StringParamType, click.Path, WritableFolder)  # --plot-dir ' ' made ' '/
+    if not issubclass(kind, text) or issubclass(kind, NotBlank):
         return
     hardened = _NOT_BLANK.get(kind)
     if hardened is None:

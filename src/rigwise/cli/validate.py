@@ -28,7 +28,11 @@ class _LazyValidate(click.Group):
             return None
         command = getattr(module, attribute)
         assert isinstance(command, click.Command)
-        return command
+        # the checks every other command gets where it is registered (a blank --plot-dir ' '
+        # made a folder ' '; --plot-dir was no NotBlank, as the sweep never reached here)
+        from rigwise.cli._common import harden_params
+
+        return harden_params(command)
 
 
 @click.group(cls=_LazyValidate)
