@@ -40,11 +40,19 @@ def test_the_generic_bound_holds_every_published_range() -> None:
     generic = rows[-1]
     assert generic["accelerator"] == "*" and all(r["source"] for r in rows)
     low, high = float(generic["min_tdp_fraction"]), float(generic["max_tdp_fraction"])
-    ids = {"b200": "b200", "h100-sxm": "h100-sxm", "a100-sxm*": "a100-sxm-80gb",
-           "rtx-2080-ti": "rtx-2080-ti"}  # fmt: skip
+    ids = {"b200": "b200", "h100-sxm": "h100-sxm", "a100-sxm*": "a100-sxm-80gb"}
     for row in rows[:-1]:
         tdp = get_accelerator(ids[row["accelerator"]]).tdp_watts
         assert low * tdp <= float(row["min_watts"]) and float(row["max_watts"]) <= high * tdp
+
+
+def test_a_partner_board_limit_of_a_geforce_card_is_planned() -> None:
+    """The rtx-2080-ti row (100-280 W, one 250 W reference board) refused 320 W, which the
+    Founders Edition and partner boards accept (MSI's Lightning Z: up to 350 W)."""
+    plan = plan_inference(model="llama-3.1-8b", on="rtx-2080-ti", power_limit=320, levers=False)
+    assert plan.power is not None
+    found = settable_range(get_accelerator("rtx-2080-ti"))
+    assert found is not None and found.max_watts >= 350 and found.basis != "published"
 
 
 def test_a_limit_out_of_range_names_the_device_and_its_range() -> None:
