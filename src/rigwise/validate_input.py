@@ -38,8 +38,8 @@ MAX_NESTING = 64
 
 
 def read_user_text(path: str | Path, what: str, *, max_bytes: int = MAX_FILE_BYTES) -> str:
-    """The UTF-8 text of the regular file ``path``; InputError if missing, a directory or device,
-    larger than ``max_bytes`` or not text."""
+    """The UTF-8 text of the regular file ``path`` (a leading byte-order mark dropped);
+    InputError if missing, a directory or device, larger than ``max_bytes`` or not text."""
     from pathlib import Path  # only where a user's file is read
 
     file = Path(path)
@@ -80,7 +80,8 @@ def read_user_text(path: str | Path, what: str, *, max_bytes: int = MAX_FILE_BYT
         raise InputError(
             f"{what.capitalize()} {shown_value(str(file), 240)} is too large.", hint=hint
         )
-    return decode_text(data, f"{what} {shown_value(str(file), 240)}")
+    # Excel's "CSV UTF-8" and Notepad write a byte-order mark: no content ('\ufeffkind' column)
+    return decode_text(data, f"{what} {shown_value(str(file), 240)}").removeprefix("\ufeff")
 
 
 Line = str | InputError | None

@@ -134,3 +134,14 @@ def test_an_unknown_column_is_bad_input_naming_it_and_the_header(store: Path) ->
     with pytest.raises(InputError, match=says):
         import_prices(missing)
     assert user_prices() == {}
+
+
+def test_a_file_saved_with_a_byte_order_mark_imports(store: Path) -> None:
+    """Excel's "CSV UTF-8" starts the file with a BOM: the header's first column was
+    '\\ufeffkind' ("missing column(s) kind; unknown column(s) '\\ufeffkind'", exit 2)."""
+    saved = store / "excel.csv"
+    line = "gpu,rtx-3090,used,700,2026-10-01,sold listings (test)\r\n"
+    saved.write_bytes(b"\xef\xbb\xbf" + (HEADER.strip() + "\r\n" + line).encode("utf-8"))
+    result = CliRunner().invoke(cli, ["prices", "import", str(saved), "--json"])
+    assert result.exit_code == 0, result.output
+    assert [r.usd for r in user_prices().values()] == [700.0]
