@@ -158,3 +158,14 @@ def test_valid_filters_that_match_nothing_are_a_result_naming_the_filter_to_rela
         f"No accelerator matches --vendor nvidia, --min-memory 100TB. Relax --min-memory "
         f"({nvidia} match without it)."
     ]
+
+
+def test_a_zero_price_filter_is_named_when_nothing_matches() -> None:
+    """Before: 'gpus --max-price 0' said "No accelerator matches . Relax more than one of them."
+    (a falsy 0 was no filter to name)."""
+    listed = len(json.loads(run("gpus", "--json")[1])["devices"])
+    code, _, err = run("gpus", "--max-price", "0")
+    assert code == 1
+    assert err.strip() == (
+        f"No accelerator matches --max-price 0. Relax --max-price ({listed} match without it)."
+    )

@@ -255,7 +255,8 @@ def _nothing_matches(
         "--min-memory": (min_memory, lambda: select(vendor, kind, None, max_price)),
         "--max-price": (max_price, lambda: select(vendor, kind, min_memory, None)),
     }
-    filters = {name: (value, other) for name, (value, other) in given.items() if value}
+    # --max-price 0 is a filter too: the message said "No accelerator matches . Relax ..."
+    filters = {n: (v, other) for n, (v, other) in given.items() if v is not None and v != ""}
     said = ", ".join(f"{name} {value:g}" if isinstance(value, float) else f"{name} {value}"
                      for name, (value, _) in filters.items())  # fmt: skip
     counts = {name: len(other()) for name, (_, other) in filters.items()}
