@@ -145,3 +145,17 @@ def test_a_file_saved_with_a_byte_order_mark_imports(store: Path) -> None:
     result = CliRunner().invoke(cli, ["prices", "import", str(saved), "--json"])
     assert result.exit_code == 0, result.output
     assert [r.usd for r in user_prices().values()] == [700.0]
+
+
+def test_a_trailing_empty_column_imports_unless_it_holds_a_value(store: Path) -> None:
+    """A spreadsheet's trailing comma gives a header column without a name: refused as
+    "unknown column(s) ''" since the unknown-column check; nothing is lost while it is empty."""
+    saved = store / "trailing.csv"
+    saved.write_text(HEADER.strip() + ",\ngpu,rtx-3090,used,700,2026-10-01,sold listings,\n")
+    result = CliRunner().invoke(cli, ["prices", "import", str(saved)])
+    assert result.exit_code == 0, result.output
+    assert [r.usd for r in user_prices().values()] == [700.0]
+    lost = store / "lost.csv"
+    lost.write_text(HEADER.strip() + ",\ngpu,rtx-4090,used,1500,2026-10-01,listings,VAT 20%\n")
+    result = CliRunner().invoke(cli, ["prices", "import", str(lost)])
+    assert result.exit_code == 2 and "'VAT 20%' is under a column without a name" in result.stderr

@@ -21,7 +21,8 @@ from rigwise.hardware.power_limits import RANGES, check_power_limit, settable_ra
     [
         ("b200", 200.0, 1000.0),  # DGX B200 User Guide: AllowableMin 200, AllowableMax 1000
         ("h100-sxm", 200.0, 700.0),  # nvidia-smi: 'between 200.00 W and 700.00 W'
-        ("a100-sxm-80gb", 100.0, 400.0),  # nvidia-smi -q: Min 100.00 W, Max 400.00 W
+        ("a100-sxm-40gb", 100.0, 400.0),  # nvidia-smi -q: Min 100.00 W, Max 400.00 W
+        ("a100-sxm-80gb", 100.0, 500.0),  # the datasheet: CTS boards up to 500 W
         ("rtx-4090", 0.2 * 450, 1.5 * 450),  # no published row: 0.2-1.5x its 450 W TDP
     ],
 )
@@ -40,7 +41,8 @@ def test_the_generic_bound_holds_every_published_range() -> None:
     generic = rows[-1]
     assert generic["accelerator"] == "*" and all(r["source"] for r in rows)
     low, high = float(generic["min_tdp_fraction"]), float(generic["max_tdp_fraction"])
-    ids = {"b200": "b200", "h100-sxm": "h100-sxm", "a100-sxm*": "a100-sxm-80gb"}
+    ids = {"b200": "b200", "h100-sxm": "h100-sxm", "a100-sxm*": "a100-sxm-40gb"}
+    ids["a100-sxm-80gb"] = "a100-sxm-80gb"
     for row in rows[:-1]:
         tdp = get_accelerator(ids[row["accelerator"]]).tdp_watts
         assert low * tdp <= float(row["min_watts"]) and float(row["max_watts"]) <= high * tdp

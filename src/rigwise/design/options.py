@@ -21,6 +21,7 @@ from rigwise.design.power import power_limit_effect
 from rigwise.design.ranges import option_ranges
 from rigwise.design.rigcheck import check_rig
 from rigwise.hardware import Accelerator
+from rigwise.hardware.power_limits import below_settable
 
 
 @dataclass(frozen=True)
@@ -114,15 +115,6 @@ def _speed_scale(request: DesignRequest, gpu: Accelerator) -> tuple[float, dict[
     workload = "decode" if request.task in ("infer", "serve") else "training"
     effect = power_limit_effect(gpu.id, gpu.tdp_watts, workload, request.power_limit_watts)
     return effect.relative_throughput, effect.to_dict()
-
-
-def _below_settable(watts: float | None, gpu: Accelerator) -> bool:
-    """Whether ``watts`` is below the lowest cap ``gpu`` accepts (hardware/power_limits.py): no
-    box runs it there. A cap above its TDP leaves it at stock (assemble: min(limit, TDP))."""
-    from rigwise.hardware.power_limits import settable_range
-
-    found = settable_range(gpu) if watts else None
-    return found is not None and watts is not None and watts < found.min_watts
 
 
 def _settings(request: DesignRequest) -> tuple[float, float, float, float]:
@@ -280,7 +272,7 @@ def _box_option(
     today: dt.date,
 ) -> tuple[BuildOption | None, str]:
     hours, years, kwh, max_age = settings
-    if _below_settable(request.power_limit_watts, cand.gpu):
+    if below_settable(request.power_limit_watts, cand.gpu):  # a cap above: stock power
         return None, "power limit below what the GPU accepts"
     rig, why = _box_rig(request, cand)
     if rig is None:

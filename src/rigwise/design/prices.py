@@ -92,7 +92,8 @@ def _read_rows(text: str, where: str) -> list[UserPrice]:
     reader = csv.DictReader(io.StringIO(text))
     header = reader.fieldnames or []
     missing = [c for c in COLUMNS if c not in header]
-    unknown = [c for c in header if c not in COLUMNS]
+    unknown = [c for c in header if c not in COLUMNS and c.strip()]  # '': a spreadsheet's
+    blank = [c for c in header if not c.strip()]  # trailing comma; read below, kept if empty
     if missing or unknown:  # an unknown column was read by no one: its values were lost
         said = [f"missing column(s) {', '.join(missing)}"] if missing else []
         said += [f"unknown column(s) {', '.join(map(repr, unknown))}"] if unknown else []
@@ -109,6 +110,13 @@ def _read_rows(text: str, where: str) -> list[UserPrice]:
                 f"{where}, line {number}: {len(COLUMNS) + len(raw[None])} fields, the header "
                 f"has {len(COLUMNS)} (extra: {shown_value(','.join(raw[None]), 80)}).",
                 hint='Quote a field that holds a comma: "eBay, sold listings".',
+            )
+        stray = [raw[c] for c in blank if (raw.get(c) or "").strip()]
+        if stray:  # a value under a column without a name would be lost
+            raise InputError(
+                f"{where}, line {number}: {shown_value(stray[0], 80)} is under a column "
+                "without a name.",
+                hint=f"The header must be: {','.join(COLUMNS)}",
             )
         values = {k: (raw.get(k) or "").strip() for k in COLUMNS}
         try:

@@ -38,6 +38,13 @@ def settable_range(accelerator: Accelerator) -> PowerLimitRange | None:
     return None
 
 
+def below_settable(watts: float | None, accelerator: Accelerator) -> bool:
+    """Whether ``watts`` is below the lowest cap ``accelerator`` accepts: no box runs it there
+    (``rigwise build``; a cap above its range leaves a card at stock, min(limit, TDP))."""
+    found = settable_range(accelerator) if watts else None
+    return found is not None and watts is not None and watts < found.min_watts
+
+
 def check_power_limit(watts: float | None, devices: Iterable[Accelerator]) -> None:
     """Raise ``InputError`` when ``watts`` (a per-device cap) is outside a device's range."""
     if watts is None:
@@ -55,4 +62,4 @@ def check_power_limit(watts: float | None, devices: Iterable[Accelerator]) -> No
         )
 
 
-__all__ = ["PowerLimitRange", "check_power_limit", "settable_range"]
+__all__ = ["PowerLimitRange", "below_settable", "check_power_limit", "settable_range"]
