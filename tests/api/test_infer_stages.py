@@ -69,3 +69,17 @@ def test_an_unknown_host_is_named_as_a_cpu_platform_with_cpu_suggestions() -> No
         plan_inference(model="llama-3.1-8b", on="h100", host="zzz", levers=False)
     assert caught.value.suggestions
     assert all(get_accelerator(name).kind == "cpu" for name in caught.value.suggestions)
+
+
+@pytest.mark.parametrize(("dp", "tp"), [(2, 4), (8, 1)])
+def test_dp_alone_splits_the_node_between_the_replicas(dp: int, tp: int) -> None:
+    """Before: --dp 2 on 8x H100 said '--dp 2 replicas of tp 8 x pp 1 need 16 devices; 8
+    given' (each replica took the whole node as its tp group)."""
+    plan = plan_inference(model="llama-3.1-8b", on="8x h100-sxm", dp=dp, levers=False)
+    assert plan.fits
+    assert (plan.layout.tp, plan.layout.pp, plan.layout.dp, plan.layout.gpus) == (tp, 1, dp, 8)
+    assert any(note.startswith(f"--dp {dp}: each replica on tp {tp}") for note in plan.notes)
+    two_nodes = plan_inference(
+        model="llama-3.1-70b", on="8x h100-sxm", nodes=2, network="ib-ndr", dp=2, levers=False
+    )
+    assert (two_nodes.layout.tp, two_nodes.layout.dp) == (8, 2)  # a node a replica: unchanged

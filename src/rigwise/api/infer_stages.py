@@ -168,9 +168,11 @@ def default_layout(
     asked = (options.tp, options.pp, options.disagg, options.dp, options.ep, options.attention_dp)
     kinds = {(node.accelerator.id, node.count) for node, _ in cluster.runs}
     node = cluster.runs[0][0]
-    if asked != (None, None, None, 1, 1, 1) or _split(options, engine) != "tensor":
+    if len(kinds) > 1 or node.count == 1 or _split(options, engine) != "tensor":
         return options, None
-    if len(kinds) > 1 or node.count == 1:
+    if asked[:3] == (None, None, None) and options.dp > 1:
+        return _replica_tp(options, cluster)
+    if asked != (None, None, None, 1, 1, 1):
         return options, None
     width = _allowed_tp(engine, spec, cluster, quant)
     if width is None:
@@ -190,6 +192,17 @@ def default_layout(
         f"with {replicas}. Give --tp/--pp/--dp to choose."
     )
     return replace(options, tp=width, pp=pp if pp > 1 else None, dp=dp), note
+
+
+def _replica_tp(options: InferOptions, cluster: Cluster) -> tuple[InferOptions, str | None]:
+    """--dp N alone on a node of more than N devices: each replica on its share of the node
+    (8x H100 and --dp 2: tp 4), not the whole node per replica ("needs 16 devices")."""
+    node = cluster.runs[0][0]
+    share, rest = divmod(cluster.accelerator_count, options.dp)
+    if rest or share >= node.count or node.count % share:
+        return options, None  # whole nodes per replica, or a count that does not divide
+    note = f"--dp {options.dp}: each replica on tp {share}, {share} of the node's {node.count}"
+    return replace(options, tp=share), note + " devices. Give --tp to choose."
 
 
 def stages_of(
