@@ -250,6 +250,44 @@ def test_bad_job_file_names_the_field(grid: Any) -> None:
     assert response.status_code == 400 and "nope" in response.json()["error"]
 
 
+class LaunchOnlyEngine(InlineEngine):
+    """Takes a job and never reports it placed: a coordinator that dies now has launched it
+    (its worker may already be writing checkpoints) without ever seeing it run."""
+
+    def launch(self, job_id: str, *args: Any, **kwargs: Any) -> None:
+        self.running[job_id] = ("running", None, None)
+
+    def placed(self, job_id: str) -> bool:
+        return False
+
+
+def test_job_launched_before_a_coordinator_restart_is_queued_again_and_says_why(
+    grid: Any, make_facts: Any, tmp_path: Path
+) -> None:
+    service, first, client, admin = grid
+    join(client, service, make_facts(), "worker")
+    engine = LaunchOnlyEngine()
+    engine.alive = first.alive
+    service.attach_engine(engine)
+    job_id = client.post("/api/jobs", json={"job": TRAIN}, headers=admin).json()["id"]
+    service.tick()
+    launched = service.job(job_id)
+    assert (launched["state"], launched["attempts"]) == ("queued", 1)
+    service.tick()  # still only launched: the same coordinator leaves it alone
+    assert service.job(job_id)["attempts"] == 1
+    restarted = GridService(make_config(tmp_path, replicas=2))  # the old one was killed
+    engine = LaunchOnlyEngine()
+    engine.alive = first.alive
+    restarted.attach_engine(engine)
+    restarted.tick()
+    logs = client.get(f"/api/jobs/{job_id}/logs", headers=admin).json()  # the same database
+    messages = [entry["message"] for entry in logs]
+    assert "requeued: coordinator restarted; job queued again" in messages[-1]
+    assert job_id not in engine.running
+    restarted.tick()  # launched again, once
+    assert job_id in engine.running and restarted.job(job_id)["attempts"] == 2
+
+
 @pytest.mark.torch  # the requeued job trains grid.tinylm
 def test_lost_node_requeues_and_restart_loses_nothing(
     grid: Any, make_facts: Any, tmp_path: Path

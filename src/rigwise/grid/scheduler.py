@@ -18,6 +18,11 @@ from rigwise.grid.jobs import JobSpec
 from rigwise.grid.placement import plan_placement
 
 REPLICATION_INTERVAL_S = 5.0  # how often under-replicated datasets are topped up
+# A launched job's reason until its engine reports it placed. Within one coordinator such a row is
+# always in ``engine.running`` (the engine forgets a job only when it is requeued or finished,
+# which rewrites the reason), so a row with it that the engine does not hold was launched by an
+# earlier coordinator that died before the job was seen running.
+PLACING = "placing: "
 
 
 def tick(service: GridState) -> None:
@@ -38,7 +43,7 @@ def tick(service: GridState) -> None:
         for row in rows:
             if row.id in engine.running:
                 _follow(service, session, engine, row, lost)
-            elif row.state == "running":
+            elif row.state == "running" or row.reason.startswith(PLACING):
                 _requeue(service, session, row, "coordinator restarted; job queued again")
             else:
                 _try_launch(service, session, engine, row)
@@ -178,5 +183,5 @@ def _try_launch(service: GridState, session: Session, engine: Engine, row: JobRo
     app = {**spec.app, "held_out_fraction": service.held_out_fraction}
     engine.launch(row.id, spec.kind, app, list(spec.requires), spec.env, plan, inputs)
     row.attempts += 1
-    row.reason = f"placing: {plan.reason}"
+    row.reason = f"{PLACING}{plan.reason}"
     _event(service, session, row.id, f"attempt {row.attempts} launched; {plan.reason}")
