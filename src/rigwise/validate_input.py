@@ -281,13 +281,19 @@ _PLAIN_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0
 PLAIN_NUMBER_HINT = "write digits with an optional '.' and exponent, e.g. 1000, 2.5 or 1e3"
 
 
+def written_plainly(text: str) -> bool:
+    """Digits with an optional sign, '.' and exponent (surrounding spaces aside): not Python's
+    ``1_000``, other scripts' digits, ``inf`` or ``nan``, which ``float()`` also reads."""
+    return _PLAIN_NUMBER.fullmatch(text.strip()) is not None
+
+
 def plain_number(value: object) -> float:
     """A number from a user's file (CSV text, or a YAML/JSON number): an int or float that is
     no bool, or text written plainly (surrounding spaces aside), and finite. A ValueError
     says why otherwise, for the caller to name where it is."""
     if isinstance(value, bool):
         raise ValueError(f"{str(value).lower()} is not a number; give a number")
-    plain = isinstance(value, str) and _PLAIN_NUMBER.fullmatch(value.strip()) is not None
+    plain = isinstance(value, str) and written_plainly(value)
     if not (plain or isinstance(value, int | float)):
         raise ValueError(f"{shown_value(value, 40)} is not a plain number; {PLAIN_NUMBER_HINT}")
     number = float(value)  # type: ignore[arg-type]  # an int, a float or plain text

@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from rigwise.cli import COMMANDS, cli, main
-from rigwise.cli.option_types import NotBlank, WritableFolder
+from rigwise.cli.option_types import FiniteNumber, NotBlank, WritableFolder
 
 
 def _params() -> Iterator[tuple[list[str], click.Parameter, click.Command]]:
@@ -62,6 +62,33 @@ def test_a_blank_value_is_bad_input_naming_the_parameter(
     assert f"{blank!r} is empty: give" in error
 
 
+NUMBERS = [
+    pytest.param(path, param, command, id=" ".join([*path, param.opts[0]]))
+    for path, param, command in _params()
+    if isinstance(param.type, click.types.IntParamType | click.types.FloatParamType | FiniteNumber)
+]
+
+
+def test_the_number_sweep_finds_plain_and_ranged_options() -> None:
+    names = {p.id for p in NUMBERS}
+    assert {"infer --nodes", "infer --power-limit", "grid up --port", "build --budget"} <= names
+    assert len(NUMBERS) > 40
+
+
+@pytest.mark.parametrize(("path", "param", "command"), NUMBERS)
+@pytest.mark.parametrize("typed", ["1_0", "\u0661\u0660"])  # Python's int() reads both as 10
+def test_a_number_not_written_plainly_is_bad_input_naming_the_option(
+    path: list[str], param: click.Parameter, command: click.Command, typed: str
+) -> None:
+    as_json = any(p.name == "as_json" for p in command.params)
+    given = [param.opts[0], typed] if isinstance(param, click.Option) else [typed]
+    result = CliRunner().invoke(cli, [*path, *given, *(["--json"] if as_json else [])])
+    assert result.exit_code == 2, result.output
+    error = json.loads(result.stdout)["error"] if as_json else result.stderr
+    assert f"'{param.opts[0]}'" in error and f"{typed!r} is not a" in error
+    assert "write digits" in error
+
+
 def test_the_message_says_what_to_give_and_the_default_stays(capsys) -> None:
     code = main(["infer", "llama-3.1-8b", "--on", "rtx-4090", "--quant", ""])
     err = capsys.readouterr().err
@@ -91,3 +118,18 @@ def test_a_blank_plot_dir_makes_no_folder(tmp_path: Path, monkeypatch: pytest.Mo
     assert result.exit_code == 2, result.output
     assert "' ' is empty: give" in result.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_help_in_the_message_keeps_its_ellipsis_and_is_cut_at_a_word(capsys) -> None:
+    """--network's help ends in '...' (was shown as 'thunderbolt-4, )'); --fields' help is
+    longer than the message takes (was cut mid-word: 'keyed by th')."""
+    assert main(["infer", "llama-3.1-8b", "--on", "rtx-4090", "--network", " "]) == 2
+    assert "(Link between nodes: 10gbe, ib-ndr, thunderbolt-4, ...), or" in capsys.readouterr().err
+    assert main(["infer", "llama-3.1-8b", "--on", "rtx-4090", "--fields", ""]) == 2
+    given = capsys.readouterr().err.split("give a value (", 1)[1].split("), or leave", 1)[0]
+    assert given.endswith("...") and len(given) <= 120
+    words = given.removesuffix("...").split()
+    infer = cli.get_command(click.Context(cli), "infer")
+    assert infer is not None
+    help_words = " ".join(p.help or "" for p in infer.params if p.name == "fields")
+    assert words == help_words.split()[: len(words)]  # whole words of the help, in order

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -310,40 +309,15 @@ def _answer(number: int, outcome: Any, convert: Convert = to_jsonable) -> tuple[
     return result, EXIT_OK if getattr(outcome, "fits", True) else EXIT_INFEASIBLE
 
 
-MAX_OPTION_INT = 2**53  # the largest integer a float (and JSON) holds exactly
 PORT = click.IntRange(0, 65535)  # a TCP port option (0 = any free one); bind() overflows past it
-
-
-class FiniteNumber(click.ParamType):
-    """A number option: finite and >= 0 (no nan, inf, 1e400 or negatives); the planners check
-    the tighter bounds (e.g. > 0) and name the option when a value is out of them."""
-
-    def __init__(self, integer: bool) -> None:
-        self.integer = integer
-        self.name = "integer" if integer else "number"
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            number: float = value
-        else:
-            text = str(value).strip()
-            try:
-                number = int(text) if self.integer else float(text)
-            except (ValueError, OverflowError):
-                self.fail(f"{text[:60]!r} is not a{'n integer' if self.integer else ' number'}.")
-        if isinstance(number, float) and not math.isfinite(number):
-            self.fail(f"{value!r} is not a finite number.")
-        if number < 0 or number > MAX_OPTION_INT:
-            self.fail(f"{number!r} is out of range (0 to {MAX_OPTION_INT:,}).")
-        return number
 
 
 def harden_params(command: click.Command) -> click.Command:
     """Give every plain int/float option of ``command`` (and of its subcommands) the checked
-    number type, and every text or path parameter the refusal of an empty value typed
-    (``option_types.NotBlank``), once, where commands are registered: no command can forget
-    them."""
-    from rigwise.cli.option_types import harden_text
+    number type, every ranged one the plain-writing check (``option_types.PlainNumber``), and
+    every text or path parameter the refusal of an empty value typed (``option_types.NotBlank``),
+    once, where commands are registered: no command can forget them."""
+    from rigwise.cli.option_types import FiniteNumber, harden_number, harden_text
 
     for param in command.params:
         harden_text(param)
@@ -352,6 +326,8 @@ def harden_params(command: click.Command) -> click.Command:
             param.type = FiniteNumber(integer=False)
         elif kind is click.types.IntParamType:
             param.type = FiniteNumber(integer=True)
+        else:
+            harden_number(param)  # IntRange, FloatRange: their own bounds, written plainly
     if isinstance(command, click.Group):
         for sub in command.commands.values():
             harden_params(sub)

@@ -1,8 +1,10 @@
-"""Click parameter types: paths the CLI writes to, and text that may not be blank."""
+"""Click parameter types: paths the CLI writes to, text that may not be blank, and numbers
+written plainly."""
 
 from __future__ import annotations
 
 import copy
+import math
 import os
 from typing import Any
 
@@ -57,26 +59,103 @@ def blank_message(value: str, param: click.Parameter | None) -> str:
     if not isinstance(param, click.Option):
         name = param.human_readable_name.strip("[]") if param is not None else "a value"
         return f"{value!r} is empty: give {name}."
-    what = " ".join((param.help or "").split())
-    what = what if len(what) <= 120 else what[:117] + "..."
-    give = f"give a value ({what.rstrip('.')})" if what else "give a value"
+    what = _short(" ".join((param.help or "").split()))
+    give = f"give a value ({what})" if what else "give a value"
     leave = "" if param.required else f", or leave {param.opts[0]} out"
     return f"{value!r} is empty: {give}{leave}."
 
 
-_NOT_BLANK: dict[type, type[click.ParamType]] = {}
+def _short(text: str, limit: int = 120) -> str:
+    """The help's first sentence, cut at a word and marked when longer than ``limit``; its
+    closing full stop dropped (an ellipsis kept)."""
+    sentence = text.split(". ", 1)[0]
+    if len(sentence) > limit:
+        sentence = sentence[: limit - 3].rsplit(" ", 1)[0].rstrip(",;:") + "..."
+    if sentence.endswith(".") and not sentence.endswith("..."):
+        sentence = sentence[:-1]
+    return sentence
 
 
-def harden_text(param: click.Parameter) -> None:
-    """Give a text or path parameter the ``NotBlank`` check, keeping its own type (a subclass
-    made once per type, the instance's settings copied)."""
-    kind = type(param.type)
-    text = (click.types.StringParamType, click.Path, WritableFolder)  # --plot-dir ' ' made ' '/
-    if not issubclass(kind, text) or issubclass(kind, NotBlank):
+_NOT_FINITE = ("inf", "infinity", "nan")  # read, then refused as not finite (the clearer message)
+
+
+def refuse_unplain(kind: click.ParamType, text: str, integer: bool) -> None:
+    """Fail unless ``text`` is a number written plainly: ``int()`` and ``float()`` also read
+    ``1_000`` and other scripts' digits (``--nodes 1_0`` planned 10 nodes)."""
+    from rigwise.validate_input import PLAIN_NUMBER_HINT, written_plainly
+
+    if written_plainly(text) or text.strip().lower().lstrip("+-") in _NOT_FINITE:
         return
-    hardened = _NOT_BLANK.get(kind)
+    what = "an integer: write digits, e.g. 1000" if integer else f"a number: {PLAIN_NUMBER_HINT}"
+    kind.fail(f"{text.strip()[:60]!r} is not {what}.")
+
+
+class PlainNumber(click.ParamType):
+    """A click number type (``IntRange``, ``FloatRange``) that first refuses text not written
+    plainly; mixed into the option's own type (``harden_number``)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str):
+            refuse_unplain(self, value, isinstance(self, click.types.IntParamType))
+        return super().convert(value, param, ctx)
+
+
+_HARDENED: dict[tuple[type, type], type[click.ParamType]] = {}
+
+
+def _mix_in(param: click.Parameter, check: type[click.ParamType]) -> None:
+    """Give ``param`` the ``check`` before its own type's conversion, keeping that type (a
+    subclass made once per pair, the instance's settings copied)."""
+    kind = type(param.type)
+    hardened = _HARDENED.get((check, kind))
     if hardened is None:
-        hardened = _NOT_BLANK[kind] = type(f"NotBlank{kind.__name__}", (NotBlank, kind), {})
+        name = f"{check.__name__}{kind.__name__}"
+        hardened = _HARDENED[check, kind] = type(name, (check, kind), {})
     checked = copy.copy(param.type)
     checked.__class__ = hardened
     param.type = checked
+
+
+def harden_text(param: click.Parameter) -> None:
+    """Give a text or path parameter the ``NotBlank`` check."""
+    kind = type(param.type)
+    text = (click.types.StringParamType, click.Path, WritableFolder)  # --plot-dir ' ' made ' '/
+    if issubclass(kind, text) and not issubclass(kind, NotBlank):
+        _mix_in(param, NotBlank)
+
+
+def harden_number(param: click.Parameter) -> None:
+    """Give a click number type the ``PlainNumber`` check (plain int and float options get
+    ``FiniteNumber``, which makes the same check)."""
+    kind = type(param.type)
+    number = (click.types.IntParamType, click.types.FloatParamType)
+    if issubclass(kind, number) and not issubclass(kind, PlainNumber):
+        _mix_in(param, PlainNumber)
+
+
+MAX_OPTION_INT = 2**53  # the largest integer a float (and JSON) holds exactly
+
+
+class FiniteNumber(click.ParamType):
+    """A number option: finite and >= 0 (no nan, inf, 1e400 or negatives); the planners check
+    the tighter bounds (e.g. > 0) and name the option when a value is out of them."""
+
+    def __init__(self, integer: bool) -> None:
+        self.integer = integer
+        self.name = "integer" if integer else "number"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            number: float = value
+        else:
+            text = str(value).strip()
+            refuse_unplain(self, text, self.integer)
+            try:
+                number = int(text) if self.integer else float(text)
+            except (ValueError, OverflowError):
+                self.fail(f"{text[:60]!r} is not a{'n integer' if self.integer else ' number'}.")
+        if isinstance(number, float) and not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number.")
+        if number < 0 or number > MAX_OPTION_INT:
+            self.fail(f"{number!r} is out of range (0 to {MAX_OPTION_INT:,}).")
+        return number
