@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from rigwise.api.infer import plan_inference
+from rigwise.errors import InputError
 
 
 def test_nvl72_defaults_to_the_largest_tp_the_heads_allow_and_replicas() -> None:
@@ -83,3 +84,29 @@ def test_dp_alone_splits_the_node_between_the_replicas(dp: int, tp: int) -> None
         model="llama-3.1-70b", on="8x h100-sxm", nodes=2, network="ib-ndr", dp=2, levers=False
     )
     assert (two_nodes.layout.tp, two_nodes.layout.dp) == (8, 2)  # a node a replica: unchanged
+
+
+@pytest.mark.parametrize(
+    ("on", "nodes", "dp", "tp", "idle"),
+    [
+        ("8x h100-sxm", 1, 3, 2, 2),  # vllm serve -dp 3 -tp 2 on an 8-GPU box leaves 2 idle
+        ("8x h100-sxm", 1, 5, 1, 3),
+        ("8x h100-sxm", 2, 3, 4, 4),  # 16 devices / 3 = 5, the largest share dividing a node: 4
+    ],
+)
+def test_dp_alone_that_does_not_divide_the_devices_leaves_the_rest_idle_and_says_so(
+    on: str, nodes: int, dp: int, tp: int, idle: int
+) -> None:
+    """Before: --dp 3 on 8x H100 said '--dp 3 replicas of tp 8 x pp 1 need 24 devices'."""
+    network = "ib-ndr" if nodes > 1 else None
+    plan = plan_inference(
+        model="llama-3.1-8b", on=on, nodes=nodes, network=network, dp=dp, levers=False
+    )
+    assert plan.fits
+    assert (plan.layout.tp, plan.layout.dp, plan.layout.gpus) == (tp, dp, tp * dp)
+    assert any(f"each replica on tp {tp}" in n and f"({idle} of the" in n for n in plan.notes)
+
+
+def test_more_replicas_than_devices_names_the_devices_they_need() -> None:
+    with pytest.raises(InputError, match="--dp 9 replicas of tp 1 x pp 1 need 9 devices; 8 given"):
+        plan_inference(model="llama-3.1-8b", on="8x h100-sxm", dp=9, levers=False)

@@ -196,13 +196,23 @@ def default_layout(
 
 def _replica_tp(options: InferOptions, cluster: Cluster) -> tuple[InferOptions, str | None]:
     """--dp N alone on a node of more than N devices: each replica on its share of the node
-    (8x H100 and --dp 2: tp 4), not the whole node per replica ("needs 16 devices")."""
+    (8x H100 and --dp 2: tp 4), not the whole node per replica ("needs 16 devices"). A share
+    that does not divide the node is the largest that does (--dp 3 on 8: tp 2, 2 devices idle,
+    as ``vllm serve --data-parallel-size 3 --tensor-parallel-size 2`` leaves them)."""
     node = cluster.runs[0][0]
-    share, rest = divmod(cluster.accelerator_count, options.dp)
-    if rest or share >= node.count or node.count % share:
-        return options, None  # whole nodes per replica, or a count that does not divide
+    share = cluster.accelerator_count // options.dp
+    if share >= node.count:
+        return options, None  # whole nodes per replica
+    if share < 1:  # more replicas than devices: refused as "need N devices", one a replica
+        return replace(options, tp=1), None
+    share = max(d for d in range(1, share + 1) if node.count % d == 0)
     note = f"--dp {options.dp}: each replica on tp {share}, {share} of the node's {node.count}"
-    return replace(options, tp=share), note + " devices. Give --tp to choose."
+    idle = cluster.accelerator_count - share * options.dp
+    if idle:
+        note += f" devices ({idle} of the {cluster.accelerator_count} idle)"
+    else:
+        note += " devices"
+    return replace(options, tp=share), note + ". Give --tp to choose."
 
 
 def stages_of(
