@@ -288,6 +288,40 @@ def test_job_launched_before_a_coordinator_restart_is_queued_again_and_says_why(
     assert job_id in engine.running and restarted.job(job_id)["attempts"] == 2
 
 
+class FailingLaunchEngine(LaunchOnlyEngine):
+    """Its jobs' nodes die; launching a second job raises once (a Ray error, say), so the
+    scheduling pass that saw the first job's loss rolls its database writes back."""
+
+    raised = False
+
+    def launch(self, job_id: str, *args: Any, **kwargs: Any) -> None:
+        if job_id not in self.checkpoints and self.checkpoints and not self.raised:
+            self.raised = True
+            raise RuntimeError("the cluster refused the placement group")
+        self.checkpoints[job_id] = b""
+        self.running[job_id] = ("lost", "NodeDiedError", None)
+
+
+def test_a_failed_pass_in_the_same_coordinator_is_not_called_a_restart(
+    grid: Any, make_facts: Any
+) -> None:
+    service, first, client, admin = grid
+    join(client, service, make_facts(), "worker")
+    engine = FailingLaunchEngine()
+    engine.alive = first.alive
+    service.attach_engine(engine)
+    one = client.post("/api/jobs", json={"job": TRAIN}, headers=admin).json()["id"]
+    service.tick()  # launched; its node then dies
+    client.post("/api/jobs", json={"job": TRAIN}, headers=admin).raise_for_status()
+    with pytest.raises(RuntimeError):
+        service.tick()  # releases the lost job, then the second launch fails: rolled back
+    assert one not in engine.running and service.job(one)["attempts"] == 1
+    service.tick()  # the same coordinator: no restart to speak of
+    logs = client.get(f"/api/jobs/{one}/logs", headers=admin).json()
+    assert not any("coordinator restarted" in entry["message"] for entry in logs)
+    assert service.job(one)["attempts"] == 2  # launched again
+
+
 @pytest.mark.torch  # the requeued job trains grid.tinylm
 def test_lost_node_requeues_and_restart_loses_nothing(
     grid: Any, make_facts: Any, tmp_path: Path

@@ -62,6 +62,7 @@ class GridState(Protocol):
     credit_rule: CreditRule
     held_out_fraction: float
     next_replication: float
+    launched: set[str]  # jobs this coordinator launched or took over after a restart
     ledger_key: bytes
 
     def stores(self, session: Session) -> ChunkStores: ...

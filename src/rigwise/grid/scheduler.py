@@ -18,11 +18,6 @@ from rigwise.grid.jobs import JobSpec
 from rigwise.grid.placement import plan_placement
 
 REPLICATION_INTERVAL_S = 5.0  # how often under-replicated datasets are topped up
-# A launched job's reason until its engine reports it placed. Within one coordinator such a row is
-# always in ``engine.running`` (the engine forgets a job only when it is requeued or finished,
-# which rewrites the reason), so a row with it that the engine does not hold was launched by an
-# earlier coordinator that died before the job was seen running.
-PLACING = "placing: "
 
 
 def tick(service: GridState) -> None:
@@ -43,8 +38,12 @@ def tick(service: GridState) -> None:
         for row in rows:
             if row.id in engine.running:
                 _follow(service, session, engine, row, lost)
-            elif row.state == "running" or row.reason.startswith(PLACING):
+            elif row.id not in service.launched and (row.state == "running" or row.attempts):
+                # launched by an earlier coordinator (seen running or not yet) that has died
+                service.launched.add(row.id)  # said once; relaunched by the next pass
                 _requeue(service, session, row, "coordinator restarted; job queued again")
+            elif row.state == "running":  # released by a pass whose database write failed
+                _requeue(service, session, row, "its result was not recorded; job queued again")
             else:
                 _try_launch(service, session, engine, row)
 
@@ -80,6 +79,7 @@ def _requeue(service: GridState, session: Session, row: JobRow, why: str) -> Non
 
 def _finish(service: GridState, session: Session, row: JobRow, state: str, why: str) -> None:
     row.state, row.reason, row.finished_at = state, why, time.time()
+    service.launched.discard(row.id)
     _event(service, session, row.id, f"{state}: {why}")
 
 
@@ -182,6 +182,7 @@ def _try_launch(service: GridState, session: Session, engine: Engine, row: JobRo
         return
     app = {**spec.app, "held_out_fraction": service.held_out_fraction}
     engine.launch(row.id, spec.kind, app, list(spec.requires), spec.env, plan, inputs)
+    service.launched.add(row.id)
     row.attempts += 1
-    row.reason = f"{PLACING}{plan.reason}"
+    row.reason = f"placing: {plan.reason}"
     _event(service, session, row.id, f"attempt {row.attempts} launched; {plan.reason}")

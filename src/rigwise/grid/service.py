@@ -70,6 +70,7 @@ class GridService:
         self.verification_rule = VerificationRule.from_policy_data(self.policy_data)
         self.held_out_fraction = float(self.policy_data["leaderboard"]["held_out_fraction"])
         self.next_replication = 0.0  # monotonic time of the next under-replication pass
+        self.launched: set[str] = set()  # scheduler: jobs this coordinator launched or took over
         self.ray_address, self.ray_token = ray_address, ray_token
         self.engine: Engine | None = None
         # the scheduler thread and API calls that touch running jobs take turns
