@@ -15,6 +15,8 @@ options are already well typed never pays it.
 from __future__ import annotations
 
 import dataclasses
+import math
+import re
 import typing
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, get_args, get_origin
@@ -229,13 +231,40 @@ def _flag(value: Any, where: str = "") -> str | None:
     return None
 
 
+_PLAIN_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
+PLAIN_NUMBER_HINT = "write digits with an optional '.' and exponent, e.g. 1000, 2.5 or 1e3"
+
+
+def written_plainly(text: str) -> bool:
+    """Digits with an optional sign, '.' and exponent (surrounding spaces aside): not Python's
+    ``1_000``, other scripts' digits, ``inf`` or ``nan``, which ``float()`` also reads."""
+    return _PLAIN_NUMBER.fullmatch(text.strip()) is not None
+
+
+def _refuse_unplain(text: str) -> None:
+    """A number's text that Python reads but a person would not write: '1_0' ({"nodes": "1_0"}
+    planned 10 nodes, as ``--nodes 1_0`` did), other scripts' digits, 'nan', 'inf'. Text that is
+    no number at all ('8k', 'max') is the field's hook's or pydantic's to judge."""
+    try:
+        number = float(text)
+    except ValueError:
+        return
+    if not math.isfinite(number):
+        raise ValueError(f"{text.strip()[:40]!r} is not a finite number; give a finite number")
+    if not written_plainly(text):
+        raise ValueError(f"{text.strip()[:40]!r} is not a plain number; {PLAIN_NUMBER_HINT}")
+
+
 def no_flag(hook: Hook | None) -> Hook:
-    """``hook`` (if any), after refusing a bool: {"context": true} was a context of 1 token."""
+    """``hook`` (if any), after refusing a bool ({"context": true} was a context of 1 token) and
+    a number's text not written plainly."""
 
     def refuse_bools(value: Any) -> Any:
         flag = _flag(value)
         if flag is not None:
             raise ValueError(f"{flag} is not a number; give a number")
+        if isinstance(value, str):
+            _refuse_unplain(value)
         return value if hook is None else hook(value)
 
     return refuse_bools
@@ -292,6 +321,7 @@ def _pydantic_model(cls: type[Any]) -> Any:
 
 
 __all__ = [
+    "PLAIN_NUMBER_HINT",
     "check",
     "given_fields",
     "no_blank",
@@ -301,4 +331,5 @@ __all__ = [
     "parse",
     "pydantic_model",
     "takes_text",
+    "written_plainly",
 ]

@@ -13,7 +13,6 @@ import dataclasses
 import functools
 import json
 import math
-import re
 import stat
 import sys
 from collections.abc import Iterable, Iterator, Mapping
@@ -25,6 +24,7 @@ if TYPE_CHECKING:
     import yaml
 
 from rigwise.errors import InputError, shown_value, validation_message
+from rigwise.option_fields import PLAIN_NUMBER_HINT, written_plainly
 
 Model = TypeVar("Model")
 
@@ -277,16 +277,6 @@ def _first_line(exc: yaml.YAMLError) -> str:
 
 # A number as a user's file writes it: digits, one '.', an exponent. Python's float() also reads
 # '1_000', 'inf', 'nan', '1e999' (inf) and other scripts' digits ('١٠٠٠').
-_PLAIN_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
-PLAIN_NUMBER_HINT = "write digits with an optional '.' and exponent, e.g. 1000, 2.5 or 1e3"
-
-
-def written_plainly(text: str) -> bool:
-    """Digits with an optional sign, '.' and exponent (surrounding spaces aside): not Python's
-    ``1_000``, other scripts' digits, ``inf`` or ``nan``, which ``float()`` also reads."""
-    return _PLAIN_NUMBER.fullmatch(text.strip()) is not None
-
-
 def plain_number(value: object) -> float:
     """A number from a user's file (CSV text, or a YAML/JSON number): an int or float that is
     no bool, or text written plainly (surrounding spaces aside), and finite. A ValueError

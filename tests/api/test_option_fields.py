@@ -13,7 +13,7 @@ from pydantic import BaseModel, ValidationError
 from rigwise.api.infer_options import InferOptions
 from rigwise.api.train_options import TrainOptions
 from rigwise.errors import RigwiseError, validation_message
-from rigwise.option_fields import pydantic_model, takes_text
+from rigwise.option_fields import number_not_flag, pydantic_model, takes_text
 
 BASE = {"model": "llama-3.1-8b"}
 INPUTS = [
@@ -154,3 +154,67 @@ def test_the_fast_path_and_the_web_model_refuse_it_too(name: str) -> None:
 def test_text_that_is_not_empty_passes() -> None:
     assert InferOptions(model="llama-3.1-8b", quant="Q8_0").quant == "Q8_0"
     assert TrainOptions(model="llama-3.1-8b", network="10gbe").network == "10gbe"
+
+
+# A number field's text that Python reads but nobody writes: {"nodes": "1_0"} in a --queries line
+# planned 10 nodes (``--nodes 1_0`` on the command line is refused by the CLI's own check), and
+# {"power_limit": "NaN"} said "Input should be greater than 0". Swept over the fields.
+
+
+def _number_fields(cls: type) -> list[str]:
+    if issubclass(cls, BaseModel):
+        hints = {n: f.annotation for n, f in cls.model_fields.items()}
+    else:
+        hints = typing.get_type_hints(cls)
+    return [n for n, hint in hints.items() if number_not_flag(hint) and "dict" not in str(hint)]
+
+
+# count fields read their own text ('4k', '2T', 'max') and refuse these with their own message
+COUNTS = {"seq", "global_batch", "steps", "tokens", "dataset_tokens"}
+NUMBERS = [
+    pytest.param(cls, name, id=f"{cls.__name__}.{name}")
+    for cls in (InferOptions, TrainOptions)
+    for name in _number_fields(cls)
+    if not (cls is TrainOptions and name in COUNTS)
+]
+
+
+def test_the_sweep_finds_the_number_fields() -> None:
+    ids = {p.id for p in NUMBERS}
+    assert {"InferOptions.nodes", "InferOptions.power_limit", "TrainOptions.goodput"} <= ids
+    assert len(NUMBERS) > 20
+
+
+@pytest.mark.parametrize(("cls", "name"), NUMBERS)
+@pytest.mark.parametrize(
+    ("typed", "says"),
+    [
+        ("1_0", "'1_0' is not a plain number"),
+        ("\u0661\u0660", "is not a plain number"),  # Arabic-Indic 10
+        ("NaN", "'NaN' is not a finite number"),
+        ("-inf", "'-inf' is not a finite number"),
+    ],
+)
+def test_a_number_field_refuses_text_not_written_plainly(
+    cls: type, name: str, typed: str, says: str
+) -> None:
+    with pytest.raises(ValidationError) as caught:
+        cls.model_validate({"model": "llama-3.1-8b", name: typed})  # type: ignore[attr-defined]
+    (error,) = caught.value.errors()
+    assert error["loc"] == (name,)
+    assert says in error["msg"]
+
+
+@pytest.mark.parametrize("name", sorted(COUNTS))
+@pytest.mark.parametrize("typed", ["1_0", "NaN"])
+def test_a_training_count_refuses_them_with_its_own_message(name: str, typed: str) -> None:
+    with pytest.raises((ValidationError, RigwiseError), match=r"whole number|Cannot read count"):
+        TrainOptions.model_validate({"model": "llama-3.1-8b", name: typed})
+
+
+def test_numbers_written_plainly_and_counts_still_pass() -> None:
+    plan = InferOptions.model_validate({"model": "m", "nodes": " 2 ", "power_limit": "3e2"})
+    assert (plan.nodes, plan.power_limit) == (2, 300.0)
+    assert InferOptions.model_validate({"model": "m", "prompt": "8k"}).prompt == 8000
+    train = TrainOptions.model_validate({"model": "m", "seq": "max", "tokens": "2T"})
+    assert (train.seq, train.tokens) == ("max", 2e12)

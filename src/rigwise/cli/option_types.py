@@ -66,14 +66,13 @@ def blank_message(value: str, param: click.Parameter | None) -> str:
 
 
 def _short(text: str, limit: int = 120) -> str:
-    """The help's first sentence, cut at a word and marked when longer than ``limit``; its
-    closing full stop dropped (an ellipsis kept)."""
-    sentence = text.split(". ", 1)[0]
-    if len(sentence) > limit:
-        sentence = sentence[: limit - 3].rsplit(" ", 1)[0].rstrip(",;:") + "..."
-    if sentence.endswith(".") and not sentence.endswith("..."):
-        sentence = sentence[:-1]
-    return sentence
+    """The help, cut at a word and marked when longer than ``limit``; its closing full stop
+    dropped (an ellipsis kept)."""
+    if len(text) > limit:
+        text = text[: limit - 3].rsplit(" ", 1)[0].rstrip(",;:") + "..."
+    if text.endswith(".") and not text.endswith("..."):
+        text = text[:-1]
+    return text
 
 
 _NOT_FINITE = ("inf", "infinity", "nan")  # read, then refused as not finite (the clearer message)
@@ -82,7 +81,7 @@ _NOT_FINITE = ("inf", "infinity", "nan")  # read, then refused as not finite (th
 def refuse_unplain(kind: click.ParamType, text: str, integer: bool) -> None:
     """Fail unless ``text`` is a number written plainly: ``int()`` and ``float()`` also read
     ``1_000`` and other scripts' digits (``--nodes 1_0`` planned 10 nodes)."""
-    from rigwise.validate_input import PLAIN_NUMBER_HINT, written_plainly
+    from rigwise.option_fields import PLAIN_NUMBER_HINT, written_plainly
 
     if written_plainly(text) or text.strip().lower().lstrip("+-") in _NOT_FINITE:
         return
@@ -96,8 +95,22 @@ class PlainNumber(click.ParamType):
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, str):
-            refuse_unplain(self, value, isinstance(self, click.types.IntParamType))
+            integer = isinstance(self, click.types.IntParamType)
+            _refuse_text(self, value, param, integer)
+            if value.strip().lower().lstrip("+-") in _NOT_FINITE:
+                self.fail(f"{value.strip()!r} is not a finite number.")
+            if integer and not value.strip().lstrip("+-").isdigit():
+                self.fail(f"{value.strip()[:60]!r} is not an integer.")
         return super().convert(value, param, ctx)
+
+
+def _refuse_text(
+    kind: click.ParamType, text: str, param: click.Parameter | None, integer: bool
+) -> None:
+    """A number option's text: not blank (the blank-value message), written plainly."""
+    if not text.strip():
+        kind.fail(blank_message(text, param))
+    refuse_unplain(kind, text, integer)
 
 
 _HARDENED: dict[tuple[type, type], type[click.ParamType]] = {}
@@ -148,8 +161,8 @@ class FiniteNumber(click.ParamType):
         if isinstance(value, int | float) and not isinstance(value, bool):
             number: float = value
         else:
+            _refuse_text(self, str(value), param, self.integer)
             text = str(value).strip()
-            refuse_unplain(self, text, self.integer)
             try:
                 number = int(text) if self.integer else float(text)
             except (ValueError, OverflowError):
