@@ -107,6 +107,53 @@ def test_dp_alone_that_does_not_divide_the_devices_leaves_the_rest_idle_and_says
     assert any(f"each replica on tp {tp}" in n and f"({idle} of the" in n for n in plan.notes)
 
 
+@pytest.mark.parametrize(
+    ("on", "nodes", "given", "layout"),
+    [
+        # vLLM refuses tp 3 for llama's 32 heads: the share is the largest the rule allows
+        ("6x h100-sxm", 1, {"dp": 2}, (2, 1, 2, 4)),
+        ("6x h100-sxm", 2, {"dp": 3}, (2, 2, 3, 12)),  # the stages fill the rest as pp 2
+        ("8x h100-sxm", 1, {"dp": 3, "pp": 1}, (2, 1, 3, 6)),  # --pp given no longer turns it off
+        ("8x h100-sxm", 1, {"dp": 2, "pp": 2}, (2, 2, 2, 8)),
+    ],
+)
+def test_dp_share_follows_the_engine_head_rule_and_a_given_pp(
+    on: str, nodes: int, given: dict[str, int], layout: tuple[int, int, int, int]
+) -> None:
+    """Before: '6x h100-sxm' --dp 2 with vLLM planned tp 3 and 'does not fit' (tp 3 does not
+    divide 32 heads); --dp 3 --pp 1 on 8 said 'need 24 devices'."""
+    network = "ib-ndr" if nodes > 1 else None
+    plan = plan_inference(
+        model="llama-3.1-8b",
+        on=on,
+        nodes=nodes,
+        network=network,
+        engine="vllm",
+        levers=False,
+        **given,
+    )
+    assert plan.fits
+    assert (plan.layout.tp, plan.layout.pp, plan.layout.dp, plan.layout.gpus) == layout
+    tp, pp, _, gpus = layout
+    shape = f"tp {tp} x pp {pp}" if pp > 1 else f"tp {tp}"
+    idle = nodes * int(on.split("x")[0]) - gpus
+    note = next(n for n in plan.notes if n.startswith(f"--dp {given['dp']}: each replica on"))
+    assert shape in note and ((f"({idle} of the" in note) == (idle > 0))
+
+
+def test_dp_share_is_one_that_ep_divides() -> None:
+    """Before: --dp 3 --ep 8 said '--ep 8 does not divide the tensor-parallel group of 2
+    devices', a tp the user never gave; now the share is one --ep divides, or none is chosen."""
+    plan = plan_inference(
+        model="qwen3-30b-a3b", on="8x h100-sxm", engine="vllm", dp=3, ep=2, levers=False
+    )
+    assert (plan.layout.tp, plan.layout.ep, plan.layout.dp) == (2, 2, 3)
+    with pytest.raises(InputError, match="--dp 3 replicas of tp 8 x pp 1 need 24 devices"):
+        plan_inference(
+            model="qwen3-30b-a3b", on="8x h100-sxm", engine="vllm", dp=3, ep=8, levers=False
+        )
+
+
 def test_more_replicas_than_devices_names_the_devices_they_need() -> None:
     with pytest.raises(InputError, match="--dp 9 replicas of tp 1 x pp 1 need 9 devices; 8 given"):
         plan_inference(model="llama-3.1-8b", on="8x h100-sxm", dp=9, levers=False)

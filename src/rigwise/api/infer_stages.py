@@ -30,11 +30,13 @@ from rigwise.estimate.inference_memory import (
 )
 from rigwise.estimate.inference_stages import Stage, can_offload
 from rigwise.estimate.serving_layout import ReplicaLayout, auto_offload, replica_stages
-from rigwise.hardware import Accelerator, Cluster
+from rigwise.hardware import Accelerator, Cluster, Node
 from rigwise.models import ModelSpec
 from rigwise.plans import DOES_NOT_FIT
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from rigwise.api.infer_options import InferOptions
     from rigwise.estimate.engine_rules import Violation
 
@@ -170,8 +172,8 @@ def default_layout(
     node = cluster.runs[0][0]
     if len(kinds) > 1 or node.count == 1 or _split(options, engine) != "tensor":
         return options, None
-    if asked[:3] == (None, None, None) and options.dp > 1:
-        return _replica_tp(options, cluster)
+    if options.tp is None and options.disagg is None and options.dp > 1:
+        return _replica_tp(options, cluster, lambda tp: _tp_allowed(engine, spec, node, quant, tp))
     if asked != (None, None, None, 1, 1, 1):
         return options, None
     width = _allowed_tp(engine, spec, cluster, quant)
@@ -194,25 +196,47 @@ def default_layout(
     return replace(options, tp=width, pp=pp if pp > 1 else None, dp=dp), note
 
 
-def _replica_tp(options: InferOptions, cluster: Cluster) -> tuple[InferOptions, str | None]:
-    """--dp N alone on a node of more than N devices: each replica on its share of the node
-    (8x H100 and --dp 2: tp 4), not the whole node per replica ("needs 16 devices"). A share
-    that does not divide the node is the largest that does (--dp 3 on 8: tp 2, 2 devices idle,
-    as ``vllm serve --data-parallel-size 3 --tensor-parallel-size 2`` leaves them)."""
+def _tp_allowed(engine: str, spec: ModelSpec, node: Node, quant: str, tp: int) -> bool:
+    from rigwise.estimate.engine_rules import violation
+
+    return violation(engine, spec, [node.accelerator], quant, [tp]) is None
+
+
+def _replica_tp(
+    options: InferOptions, cluster: Cluster, allowed: Callable[[int], bool]
+) -> tuple[InferOptions, str | None]:
+    """--dp N alone (or with --pp, --ep) on a node of more than N devices: each replica on its
+    share of the node (8x H100 and --dp 2: tp 4), not the whole node per replica ("needs 16
+    devices"). The share is the largest that divides a node, that the engine's head rules
+    allow and that --ep and --attention-dp divide; what is left idles and the note says so
+    (--dp 3 on 8: tp 2, 2 devices idle, as ``vllm serve --data-parallel-size 3
+    --tensor-parallel-size 2`` leaves them)."""
     node = cluster.runs[0][0]
-    share = cluster.accelerator_count // options.dp
+    pp = options.pp or 1
+    share = cluster.accelerator_count // (options.dp * pp)
     if share >= node.count:
         return options, None  # whole nodes per replica
     if share < 1:  # more replicas than devices: refused as "need N devices", one a replica
         return replace(options, tp=1), None
-    share = max(d for d in range(1, share + 1) if node.count % d == 0)
-    note = f"--dp {options.dp}: each replica on tp {share}, {share} of the node's {node.count}"
-    idle = cluster.accelerator_count - share * options.dp
-    if idle:
-        note += f" devices ({idle} of the {cluster.accelerator_count} idle)"
-    else:
-        note += " devices"
-    return replace(options, tp=share), note + ". Give --tp to choose."
+    fits = [
+        tp
+        for tp in range(share, 0, -1)
+        if node.count % tp == 0
+        and tp % options.ep == 0
+        and tp % options.attention_dp == 0
+        and allowed(tp)
+    ]
+    if not fits:
+        return options, None
+    tp = fits[0]
+    pp = options.pp or max(1, cluster.accelerator_count // tp // options.dp)  # as the stages do
+    used = tp * pp * options.dp
+    note = f"--dp {options.dp}: each replica on tp {tp}"
+    note += f" x pp {pp}" if pp > 1 else ""
+    note += f", {tp * pp} of the node's {node.count} devices"
+    idle = cluster.accelerator_count - used
+    note += f" ({idle} of the {cluster.accelerator_count} idle)" if idle else ""
+    return replace(options, tp=tp), note + ". Give --tp to choose."
 
 
 def stages_of(
