@@ -261,14 +261,19 @@ class LaunchOnlyEngine(InlineEngine):
         return False
 
 
+def on_engine(service: GridService, engine: InlineEngine, alive_as: InlineEngine) -> InlineEngine:
+    """``engine`` attached to ``service``, seeing the nodes ``alive_as`` sees alive."""
+    engine.alive = alive_as.alive
+    service.attach_engine(engine)
+    return engine
+
+
 def test_job_launched_before_a_coordinator_restart_is_queued_again_and_says_why(
     grid: Any, make_facts: Any, tmp_path: Path
 ) -> None:
     service, first, client, admin = grid
     join(client, service, make_facts(), "worker")
-    engine = LaunchOnlyEngine()
-    engine.alive = first.alive
-    service.attach_engine(engine)
+    on_engine(service, LaunchOnlyEngine(), first)
     job_id = client.post("/api/jobs", json={"job": TRAIN}, headers=admin).json()["id"]
     service.tick()
     launched = service.job(job_id)
@@ -276,9 +281,7 @@ def test_job_launched_before_a_coordinator_restart_is_queued_again_and_says_why(
     service.tick()  # still only launched: the same coordinator leaves it alone
     assert service.job(job_id)["attempts"] == 1
     restarted = GridService(make_config(tmp_path, replicas=2))  # the old one was killed
-    engine = LaunchOnlyEngine()
-    engine.alive = first.alive
-    restarted.attach_engine(engine)
+    engine = on_engine(restarted, LaunchOnlyEngine(), first)
     restarted.tick()
     logs = client.get(f"/api/jobs/{job_id}/logs", headers=admin).json()  # the same database
     messages = [entry["message"] for entry in logs]
@@ -307,9 +310,7 @@ def test_a_failed_pass_in_the_same_coordinator_is_not_called_a_restart(
 ) -> None:
     service, first, client, admin = grid
     join(client, service, make_facts(), "worker")
-    engine = FailingLaunchEngine()
-    engine.alive = first.alive
-    service.attach_engine(engine)
+    engine = on_engine(service, FailingLaunchEngine(), first)
     one = client.post("/api/jobs", json={"job": TRAIN}, headers=admin).json()["id"]
     service.tick()  # launched; its node then dies
     client.post("/api/jobs", json={"job": TRAIN}, headers=admin).raise_for_status()
