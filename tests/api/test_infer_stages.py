@@ -157,3 +157,16 @@ def test_dp_share_is_one_that_ep_divides() -> None:
 def test_more_replicas_than_devices_names_the_devices_they_need() -> None:
     with pytest.raises(InputError, match="--dp 9 replicas of tp 1 x pp 1 need 9 devices; 8 given"):
         plan_inference(model="llama-3.1-8b", on="8x h100-sxm", dp=9, levers=False)
+
+
+def test_too_few_groups_on_a_mixed_rig_says_groups_not_devices() -> None:
+    """Before: '--dp 3 replicas of tp 1 x pp 1 need 3 devices; 3 given' (a group a node: the
+    rtx-4090 and the pair of rtx-3090s make 2 groups of 3 devices)."""
+    with pytest.raises(InputError, match="need 3 tensor-parallel groups; these 3 devices make 2"):
+        plan_inference(
+            model="llama-3.1-8b", on="rtx-4090 + 2x rtx-3090", engine="vllm", dp=3, levers=False
+        )
+    given = plan_inference(
+        model="llama-3.1-8b", on="rtx-4090 + 2x rtx-3090", engine="vllm", dp=3, tp=1, levers=False
+    )
+    assert given.fits and given.layout.gpus == 3  # what the hint says to give

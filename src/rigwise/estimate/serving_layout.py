@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NoReturn
 
 from rigwise.errors import InputError
 from rigwise.estimate.engine_overheads import EngineOverheads
@@ -72,18 +73,28 @@ def replica_stages(
         groups = group_count(cluster, split, layout.tp)
         pp = pp or max(1, groups // layout.dp)
         if pp * layout.dp > groups:
-            total = cluster.accelerator_count
-            width = total // max(1, groups)
-            raise InputError(
-                f"--dp {layout.dp} replicas of tp {width} x pp {pp} need "
-                f"{layout.dp * pp * width} devices; {total} given.",
-                hint="Lower --dp, --tp or --pp, or add devices (--on 'Nx GPU', --nodes).",
-            )
+            _too_few_groups(cluster, layout.dp, pp, groups)
     stages = build_stages(
         cluster, split, layout.tp, pp, overheads_for, max_stages, layout.attention_dp, layout.ep
     )
     _check_inside_tp(layout, stages[0].tp)
     return stages
+
+
+def _too_few_groups(cluster: Cluster, dp: int, pp: int, groups: int) -> NoReturn:
+    total = cluster.accelerator_count
+    width = total // max(1, groups)
+    hint = "Lower --dp, --tp or --pp, or add devices (--on 'Nx GPU', --nodes)."
+    if dp * pp * width > total:
+        need = f"--dp {dp} replicas of tp {width} x pp {pp} need {dp * pp * width} devices"
+        raise InputError(f"{need}; {total} given.", hint=hint)
+    # nodes of different sizes: as many devices as asked for, but fewer groups ("need 3
+    # devices; 3 given" on rtx-4090 + 2x rtx-3090, a group a node)
+    raise InputError(
+        f"--dp {dp} replicas x pp {pp} need {dp * pp} tensor-parallel groups; these "
+        f"{total} devices make {groups} (a group a node).",
+        hint="Give --tp 1 (a replica or stage a device), or lower --dp or --pp.",
+    )
 
 
 def check_rules(
