@@ -40,7 +40,11 @@ POLICY = {
     "min_disk_free_bytes": 5e8,
     "min_measured_flops": 1e9,
     "min_memory_bandwidth_bytes_per_s": 5e8,
-    "min_network_bytes_per_s": 1.25e7,
+    # The link is loopback, timed as one 8 MB download from the coordinator while this test's
+    # grid, Ray member and job share a 2-core CI box: it once came out under 12.5 MB/s twice
+    # and the join was rejected (CI of d19b204). The link speed is not what this test checks
+    # (tests/grid/test_verify.py and test_ray_cluster.py measure it), so it asks for 1 MB/s.
+    "min_network_bytes_per_s": 1e6,
 }
 
 
