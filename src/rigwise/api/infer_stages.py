@@ -28,7 +28,7 @@ from rigwise.estimate.inference_memory import (
     stage_memory,
     summarize,
 )
-from rigwise.estimate.inference_stages import Stage, can_offload
+from rigwise.estimate.inference_stages import Stage, can_offload, group_count
 from rigwise.estimate.serving_layout import ReplicaLayout, auto_offload, replica_stages
 from rigwise.hardware import Accelerator, Cluster, Node
 from rigwise.models import ModelSpec
@@ -146,14 +146,11 @@ def _split(options: InferOptions, engine: str) -> str:
 def _allowed_tp(engine: str, spec: ModelSpec, cluster: Cluster, quant: str) -> int | None:
     """The largest tp <= 8 dividing the node's devices that the engine's head rules allow,
     or None where a whole-node group is allowed (or nothing is)."""
-    from rigwise.estimate.engine_rules import violation
-
     node = cluster.runs[0][0]
-    if violation(engine, spec, [node.accelerator], quant, [node.count]) is None:
+    if _tp_allowed(engine, spec, node, quant, node.count):
         return None
     for width in range(_MAX_DEFAULT_TP, 0, -1):
-        allowed = violation(engine, spec, [node.accelerator], quant, [width]) is None
-        if node.count % width == 0 and allowed:
+        if node.count % width == 0 and _tp_allowed(engine, spec, node, quant, width):
             return width
     return None
 
@@ -229,7 +226,7 @@ def _replica_tp(
     if not fits:
         return options, None
     tp = fits[0]
-    pp = options.pp or max(1, cluster.accelerator_count // tp // options.dp)  # as the stages do
+    pp = options.pp or max(1, group_count(cluster, "tensor", tp) // options.dp)  # as the stages
     used = tp * pp * options.dp
     note = f"--dp {options.dp}: each replica on tp {tp}"
     note += f" x pp {pp}" if pp > 1 else ""
