@@ -3,6 +3,7 @@ reach storage nodes; answer serve requests)."""
 
 from __future__ import annotations
 
+import contextlib
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,18 +90,22 @@ class RayEngine:
         )
         # command jobs run once per bundle (rank = bundle index); the other kinds on bundle 0
         ranks = range(len(plan.bundles)) if kind == "command" else range(1)
-        refs = []
-        for rank in ranks:
-            bundle = plan.bundles[rank]
-            rank_env = {**env, "RIGWISE_RANK": str(rank), "RIGWISE_WORLD_SIZE": str(len(ranks))}
-            refs.append(
-                _run_job.options(
-                    num_cpus=bundle.get("CPU", 0),
-                    num_gpus=bundle.get("GPU", 0),
-                    scheduling_strategy=PlacementGroupSchedulingStrategy(group, rank),
-                    runtime_env={"env_vars": rank_env},
-                ).remote(kind, app, requires, inputs, job_id, self.sink)
-            )
+        refs: list[Any] = []
+        try:
+            for rank in ranks:
+                bundle = plan.bundles[rank]
+                rank_env = {**env, "RIGWISE_RANK": str(rank), "RIGWISE_WORLD_SIZE": str(len(ranks))}
+                refs.append(
+                    _run_job.options(
+                        num_cpus=bundle.get("CPU", 0),
+                        num_gpus=bundle.get("GPU", 0),
+                        scheduling_strategy=PlacementGroupSchedulingStrategy(group, rank),
+                        runtime_env={"env_vars": rank_env},
+                    ).remote(kind, app, requires, inputs, job_id, self.sink)
+                )
+        except BaseException:
+            _undo(refs, group)  # the job is not in `running`: release() would never find them
+            raise
         self.running[job_id] = _Running(refs, group)
 
     def _launch_data_parallel(
@@ -120,7 +125,12 @@ class RayEngine:
         ).remote()
         job = {"job_id": job_id, "app": app, "requires": requires, "inputs": inputs}
         job["sink"] = self.sink
-        ref = driver.run.remote(job, plan, self.train_storage)
+        try:
+            ref = driver.run.remote(job, plan, self.train_storage)
+        except BaseException:
+            with contextlib.suppress(*_CLEAN_UP_ERRORS):
+                ray.kill(driver)  # else the driver actor lives on, idle, for no job
+            raise
         self.running[job_id] = _Running([ref], None, driver)
 
     @staticmethod
@@ -260,6 +270,20 @@ class RayEngine:
             if grid_id:
                 alive[grid_id] = alive.get(grid_id, False) or bool(node.get("Alive"))
         return alive
+
+
+# Clean-up after a failed launch: an error here must not hide the launch's own.
+_CLEAN_UP_ERRORS = (ray.exceptions.RayError, OSError, ValueError)
+
+
+def _undo(refs: list[Any], group: PlacementGroup) -> None:
+    """Cancel the ranks a launch that failed part-way had started and remove its placement
+    group, which would otherwise hold its bundles' CPUs and GPUs for the coordinator's life."""
+    for ref in refs:
+        with contextlib.suppress(*_CLEAN_UP_ERRORS):
+            ray.cancel(ref, force=True)
+    with contextlib.suppress(*_CLEAN_UP_ERRORS):
+        remove_placement_group(group)
 
 
 def _served(future: Future[dict[str, Any]]) -> tuple[str, Any]:
