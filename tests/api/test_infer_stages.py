@@ -170,3 +170,42 @@ def test_too_few_groups_on_a_mixed_rig_says_groups_not_devices() -> None:
         model="llama-3.1-8b", on="rtx-4090 + 2x rtx-3090", engine="vllm", dp=3, tp=1, levers=False
     )
     assert given.fits and given.layout.gpus == 3  # what the hint says to give
+
+
+@pytest.mark.parametrize(
+    ("layout", "note"),
+    [
+        # was "Only 2 of the 8 devices hold layers (32 layers, one pipeline stage per layer at
+        # most)": not why, the user chose tp 2 x pp 1
+        ({"tp": 2, "pp": 1}, "tp 2 x pp 1 uses 2 of the 8 devices; 6 idle. --dp 4 would"),
+        ({"tp": 1, "pp": 2}, "tp 1 x pp 2 uses 2 of the 8 devices; 6 idle. --dp 4 would"),
+        # was no note at all
+        ({"tp": 2, "dp": 3}, "tp 2 x pp 1 x 3 replicas uses 6 of the 8 devices; 2 idle."),
+        ({"tp": 2, "pp": 1, "dp": 2}, "x 2 replicas uses 4 of the 8 devices; 4 idle. --dp 4"),
+    ],
+)
+def test_a_layout_given_that_leaves_devices_idle_says_how_many(
+    layout: dict[str, int], note: str
+) -> None:
+    plan = plan_inference(model="llama-3.1-8b", on="8x h100-sxm", engine="vllm", **layout)
+    assert plan.fits
+    assert [n for n in plan.notes if "idle" in n] == [n for n in plan.notes if note in n]
+    assert any(note in n for n in plan.notes)
+
+
+def test_a_layout_that_uses_every_device_has_no_idle_note() -> None:
+    for layout in ({"tp": 2, "dp": 4}, {"tp": 8}, {"tp": 2}):
+        plan = plan_inference(model="llama-3.1-8b", on="8x h100-sxm", engine="vllm", **layout)
+        assert plan.layout.gpus == 8 and not any("idle" in n for n in plan.notes), layout
+
+
+def test_a_mixed_rig_with_devices_left_is_not_offered_a_dp_that_counts_unlike_cards() -> None:
+    plan = plan_inference(
+        model="llama-3.1-8b", on="rtx-4090 + 2x rtx-3090", engine="vllm", tp=1, dp=2
+    )
+    assert "tp 1 x pp 1 x 2 replicas uses 2 of the 3 devices; 1 idle." in plan.notes
+
+
+def test_a_pipeline_as_long_as_the_model_keeps_its_layer_count_reason() -> None:
+    plan = plan_inference(model="tinyllama-1.1b", on="32x rtx-3090", engine="llama.cpp")
+    assert any("Only 22 of the 32 devices hold layers (22 layers" in n for n in plan.notes)

@@ -27,6 +27,7 @@ from rigwise.api.infer_stages import (
     default_quant,
     file_quant,
     fitted_memory,
+    idle_devices,
     memory_of,
     model_of,
     overheads,
@@ -223,7 +224,7 @@ def _setup(opts: InferOptions) -> _Setup:
         engine_build=opts.engine_build,
         max_sequences=opts.max_batch,
     )
-    idle = tuple(_idle_devices(laid, cluster, stages, spec.num_layers))
+    idle = tuple(idle_devices(laid, cluster, stages, spec.num_layers, layout_note))
     return _Setup(update, layout_note, spec, cluster, stages, ctx, idle)
 
 
@@ -286,19 +287,6 @@ def _plan(opts: InferOptions) -> InferencePlan:
     if memory.verdict == DOES_NOT_FIT:
         return plan
     return _with_speed(plan, opts, setup, stages, kv_bytes)
-
-
-def _idle_devices(
-    opts: InferOptions, cluster: Cluster, stages: tuple[Stage, ...], layers: int
-) -> list[str]:
-    """A note when a pipeline (at most one stage per layer) leaves devices without layers."""
-    used = sum(s.tp for s in stages)
-    if used < cluster.accelerator_count and opts.dp == 1 and opts.disagg is None:
-        return [
-            f"Only {used:,} of the {cluster.accelerator_count:,} devices hold layers "
-            f"({layers} layers, one pipeline stage per layer at most); the rest idle."
-        ]
-    return []
 
 
 def _hardware_label(opts: InferOptions, network: Link | None) -> str:

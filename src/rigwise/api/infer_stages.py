@@ -363,3 +363,31 @@ def fitted_memory(
         elif not any(can_offload(s) for s in stages):
             notes.append("Offload needs --host CPU (the host's RAM size and bandwidth).")
     return stages, memory
+
+
+def idle_devices(
+    opts: InferOptions,
+    cluster: Cluster,
+    stages: tuple[Stage, ...],
+    layers: int,
+    layout_note: str | None,
+) -> list[str]:
+    """A note when the layout leaves devices idle: a pipeline too short for them (at most one
+    stage per layer), or a --tp / --pp / --dp given that uses fewer than the rig has (the note
+    that --dp alone makes already says so)."""
+    per_replica = sum(s.tp for s in stages)
+    used, total = per_replica * opts.dp, cluster.accelerator_count
+    if used >= total or opts.disagg is not None or (layout_note and "idle" in layout_note):
+        return []
+    if len(stages) == layers and opts.dp == 1:
+        return [
+            f"Only {used:,} of the {total:,} devices hold layers "
+            f"({layers} layers, one pipeline stage per layer at most); the rest idle."
+        ]
+    shape = f"tp {max(s.tp for s in stages)} x pp {len(stages)}"
+    shape += f" x {opts.dp} replicas" if opts.dp > 1 else ""
+    note = f"{shape} uses {used:,} of the {total:,} devices; {total - used:,} idle."
+    one_kind = len({node.accelerator.id for node, _ in cluster.runs}) == 1
+    if one_kind and total // per_replica > opts.dp:
+        note += f" --dp {total // per_replica} would run a replica on each {per_replica:,}."
+    return [note]
