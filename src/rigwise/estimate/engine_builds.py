@@ -9,6 +9,9 @@ A plan may name the build it models (``engine_build``, YYYY-MM or YYYY-MM-DD); t
   writes fp16 ones (quantized + 2 bytes per weight) once per micro-batch.
 - ``prefill_speed_scale``: the prompt-processing rate relative to the next build, a ratio of two
   published runs on one GPU (e.g. llama.cpp PR #4766, 1.03-1.05x on an RTX 3090).
+- ``decode_gemm_tile_m`` / ``decode_gemm_tile_n``: the quantized linear layers ran one CUTLASS
+  tile shape at every batch size (vLLM's SM120 FP8 kernel before PR #34424), so a decode GEMM
+  pays its whole tile's MMAs (``estimate.gemm_tiles``).
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ from rigwise.errors import CatalogError, InputError
 _DATE = re.compile(r"^(\d{4})-(\d{2})(?:-(\d{2}))?$")
 DEQUANT_GEMM = "prefill_dequant_fp16_gemm"
 SPEED_SCALE = "prefill_speed_scale"
+TILE_M = "decode_gemm_tile_m"
+TILE_N = "decode_gemm_tile_n"
 
 
 @dataclass(frozen=True)
@@ -32,6 +37,7 @@ class BuildEffects:
 
     dequant_gemm: bool = False
     prefill_speed_scale: float = 1.0
+    decode_gemm_tile: tuple[int, int] | None = None  # (rows, columns) of the one GEMM tile
     sources: tuple[str, ...] = ()
 
 
@@ -73,12 +79,18 @@ def build_effects(
         held = best.get(row["effect"])
         if held is None or score > held[0]:
             best[row["effect"]] = (score, row)
-    unknown = set(best) - {DEQUANT_GEMM, SPEED_SCALE}
+    unknown = set(best) - {DEQUANT_GEMM, SPEED_SCALE, TILE_M, TILE_N}
     if unknown:
         raise CatalogError(f"engine_builds.csv: unknown effect(s) {', '.join(sorted(unknown))}.")
     scale = best.get(SPEED_SCALE)
+    tile_m, tile_n = best.get(TILE_M), best.get(TILE_N)
+    if (tile_m is None) != (tile_n is None):
+        raise CatalogError(f"engine_builds.csv: {TILE_M} and {TILE_N} come as a pair.")
     return BuildEffects(
         dequant_gemm=DEQUANT_GEMM in best,
         prefill_speed_scale=float(scale[1]["value"]) if scale else 1.0,
+        decode_gemm_tile=(
+            (int(tile_m[1]["value"]), int(tile_n[1]["value"])) if tile_m and tile_n else None
+        ),
         sources=tuple(row["source"] for _, row in best.values()),
     )

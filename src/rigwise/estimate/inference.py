@@ -24,6 +24,7 @@ from rigwise.estimate.elementwise import maximum
 from rigwise.estimate.engine_builds import build_effects
 from rigwise.estimate.engine_overheads import EngineOverheads, device_class
 from rigwise.estimate.engine_rules import compute_capability
+from rigwise.estimate.gemm_tiles import TileFloor, tile_floor, tile_floor_seconds
 from rigwise.estimate.identity_memo import IdentityMemo
 from rigwise.estimate.inference_efficiency import Efficiency, efficiency, peak_flops
 from rigwise.estimate.inference_memory import expert_weight_share, stage_kv_split
@@ -187,6 +188,7 @@ class _DecodeFactors:
     peak: float  # dense peak FLOP/s at the engine's prefill dtype
     grouped: float  # grouped-GEMM efficiency of routed experts (0: dense, or one GEMM)
     launch_s: float  # per-layer launch overhead of the stage's layers at the device's clock
+    tiles: TileFloor | None = None  # an older build's one-tile dense GEMMs (gemm_tiles)
 
 
 _FACTORS: IdentityMemo[_DecodeFactors] = IdentityMemo()
@@ -202,12 +204,14 @@ def _looked_up(ctx: Context, stage: Stage) -> _DecodeFactors:
     eff = efficiency(ctx.engine, stage, ctx.quant, ctx.calibration)
     acc = stage.accelerator
     layers = ctx.spec.num_layers * stage.layer_fraction
+    peak = peak_flops(acc, eff.prefill_dtype)
     return _DecodeFactors(
         eff=eff,
         dequant=1 + extra_traffic_ratio(ctx.engine, ctx.quant),
-        peak=peak_flops(acc, eff.prefill_dtype),
+        peak=peak,
         grouped=moe_kernel(ctx.engine, device_class(acc)).gemm_efficiency if ctx.spec.moe else 0.0,
         launch_s=layers * eff.decode_overhead_per_layer_s * clock_scale(ctx.engine, acc),
+        tiles=tile_floor(ctx.engine, ctx.quant, ctx.engine_build, ctx.spec, stage, peak),
     )
 
 
@@ -247,7 +251,7 @@ def decode_stage_parts(
         gemms = [(dense + experts, matmul * per_flop)]
     kernel_list = (*gemms, (cache, attention * per_flop))
     memory, compute = kernel_rooflines(*kernel_list) if kernels else kernel_sums(*kernel_list)
-    return {
+    parts = {
         "memory_bandwidth": memory,
         "compute": compute,
         "host_offload": _host_seconds(ctx, stage, reads.host),
@@ -260,6 +264,10 @@ def decode_stage_parts(
         ),
         "tensor_parallel_comm": _tp_comm(ctx, stage, batch),
     }
+    if factors.tiles is not None:  # an older build's whole tiles beyond the dense GEMMs' roofline
+        floor = tile_floor_seconds(factors.tiles, batch, bandwidth)
+        parts["gemm_tiles"] = maximum(floor - maximum(*gemms[0]), 0.0)
+    return parts
 
 
 def prefill_stage_parts(ctx: Context, stage: Stage, prompt: int) -> dict[str, float]:
@@ -324,6 +332,7 @@ def _bound(parts: Mapping[str, float]) -> str:
         "dequantization": "weight dequantization (older build)",
         "host_offload": "host RAM bandwidth (offloaded layers)",
         "kernel_overhead": "kernel launch overhead",
+        "gemm_tiles": "whole GEMM tiles at a small batch (older build's FP8 kernel)",
         "tensor_parallel_comm": "tensor-parallel all-reduce",
         "stage_hops": "transfers between devices/nodes",
         "engine_hop_overhead": "synchronisation between devices",

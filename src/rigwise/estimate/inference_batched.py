@@ -59,7 +59,8 @@ def decode_step_seconds(
         else:
             p = parts_of(stage, micro)
         roof = p["memory_bandwidth"] + p["compute"]  # kernel rooflines, already per kernel
-        times.append(roof + p["host_offload"] + p["kernel_overhead"] + p["tensor_parallel_comm"])
+        overheads = p["kernel_overhead"] + p.get("gemm_tiles", 0.0)  # gemm_tiles: older builds
+        times.append(roof + p["host_offload"] + overheads + p["tensor_parallel_comm"])
     hops = hop_seconds(ctx, stages, network, micro)
     hops += (len(stages) - 1) * ctx.overheads.layer_hop_overhead_s
     hops += ctx.overheads.step_overhead_s  # the engine's host work per step, once per step

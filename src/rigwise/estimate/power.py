@@ -130,7 +130,7 @@ def inference_power(
     return prefill_c, decode_c, report
 
 
-_COMPUTE_PARTS = ("compute", "attention", "kernel_overhead")
+_COMPUTE_PARTS = ("compute", "attention", "kernel_overhead", "gemm_tiles")
 
 
 def _measured_decode(accelerator_id: str, tdp_watts: float, limit: float | None) -> float | None:

@@ -3,8 +3,10 @@
 tpot (seconds, means as the benchmarks print them). Optional layout columns, read where a file has
 them and the row fills them: ``pipeline_parallel`` (pp), ``replicas`` (dp: engine instances behind
 one load balancer), ``expert_parallel`` (ep), ``max_num_seqs`` (max_batch) and ``kv_cache_dtype``
-(kv_quant), each as the run's command line set it, and ``api_server`` (``false`` where the source
-drove the engine in-process, with no API server streaming the tokens: planned without its cap)."""
+(kv_quant), each as the run's command line set it, ``api_server`` (``false`` where the source
+drove the engine in-process, with no API server streaming the tokens: planned without its cap)
+and ``engine_build`` (the date of the engine build that ran, where the row knows it: its
+kernels, ``engine_builds.csv``)."""
 
 from __future__ import annotations
 
@@ -87,6 +89,7 @@ _LAYOUT_COLUMNS: tuple[tuple[str, str, Callable[[str], Any]], ...] = (
     ("max_num_seqs", "max_batch", int),
     ("kv_cache_dtype", "kv_quant", str),
     ("api_server", "api_server", _flag),
+    ("engine_build", "engine_build", str),
 )
 
 
