@@ -102,6 +102,22 @@ def generate(
     return LayoutArrays(dp=dp, **cols)
 
 
+_GENERATED: dict[tuple[object, ...], LayoutArrays] = {}  # generate's answers, kept (< 256)
+
+
+def _generated(
+    values: Mapping[str, list[int]], gpus: int, fixed_dp: int | None, shrink: bool
+) -> LayoutArrays:
+    """``generate``, once per arguments: a sweep's searches share a few sets of values."""
+    key = (*[(name, tuple(v)) for name, v in values.items()], gpus, fixed_dp, shrink)
+    found = _GENERATED.get(key)
+    if found is None:
+        if len(_GENERATED) >= 256:
+            _GENERATED.clear()
+        found = _GENERATED[key] = generate(values, gpus, fixed_dp, shrink)
+    return found
+
+
 def prune_rules(
     geo: Geometry, work: Workload, lay: LayoutArrays, gpus: int, gpus_per_node: int
 ) -> list[tuple[str, np.ndarray]]:
@@ -150,36 +166,69 @@ def search_layouts(
     """Every candidate layout for ``gpus`` GPUs, pruned, estimated and ranked. A cost or
     energy search also tries 1/2, 1/4, ... of the GPUs only with ``allow_fewer_gpus``."""
     started = time.perf_counter()
-    values = candidate_values(geo, work, gpus, fabric.gpus_per_node, fixed)
-    lay = generate(values, gpus, fixed.get("dp"), shrink=objective != "time" and allow_fewer_gpus)
-    generated = len(lay)
-    keep = np.ones(generated, dtype=bool)
+    found = candidates(geo, work, gpus, fabric.gpus_per_node, fixed, objective, allow_fewer_gpus)
+    if len(found.survivors) == 0:
+        return ranked(found, None, 0, fabric, factors, objective, started)
+    ev = evaluate(geo, work, found.survivors, fabric, factors)
+    return ranked(found, ev, 0, fabric, factors, objective, started)
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """The layouts a search generated, those its rules kept, and how many each rule pruned."""
+
+    survivors: LayoutArrays
+    generated: int
+    pruned: dict[str, int]
+
+
+def candidates(
+    geo: Geometry,
+    work: Workload,
+    gpus: int,
+    gpus_per_node: int,
+    fixed: Mapping[str, Any],
+    objective: str = "time",
+    allow_fewer_gpus: bool = False,
+) -> Candidates:
+    """The cross product of the free flags, pruned by the rules (counted by reason)."""
+    values = candidate_values(geo, work, gpus, gpus_per_node, fixed)
+    lay = _generated(values, gpus, fixed.get("dp"), objective != "time" and allow_fewer_gpus)
+    keep = np.ones(len(lay), dtype=bool)
     pruned: dict[str, int] = {}
-    for reason, rejected in prune_rules(geo, work, lay, gpus, fabric.gpus_per_node):
+    for reason, rejected in prune_rules(geo, work, lay, gpus, gpus_per_node):
         newly = keep & rejected
         if newly.any():
             pruned[reason] = int(newly.sum())
         keep &= ~rejected
-    survivors = lay.take(np.flatnonzero(keep))
-    if len(survivors) == 0:
-        return SearchResult(
-            None,
-            np.zeros(0, dtype=np.int64),
-            generated,
-            0,
-            pruned,
-            time.perf_counter() - started,
-            objective,
-        )
-    ev = evaluate(geo, work, survivors, fabric, factors)
-    fits = ev.fits
+    return Candidates(lay.take(np.flatnonzero(keep)), len(lay), pruned)
+
+
+def ranked(
+    found: Candidates,
+    ev: Evaluation | None,
+    start: int,
+    fabric: Fabric,
+    factors: TrainingFactors,
+    objective: str,
+    started: float,
+) -> SearchResult:
+    """The search result of ``found``, whose survivors are the rows from ``start`` on of
+    ``ev`` (None: there are none); ``started``: when the search began (perf_counter)."""
+    if ev is None:
+        empty = np.zeros(0, dtype=np.int64)
+        seconds = time.perf_counter() - started
+        return SearchResult(None, empty, found.generated, 0, found.pruned, seconds, objective)
+    rows = slice(start, start + len(found.survivors))
+    fits = ev.fits[rows]
+    pruned = dict(found.pruned)
     if (~fits).any():
         pruned["does not fit in memory"] = int((~fits).sum())
-    score = _score(ev, fabric, factors, objective)
-    order = np.flatnonzero(fits)[np.argsort(score[fits], kind="stable")]
-    return SearchResult(
-        ev, order, generated, len(survivors), pruned, time.perf_counter() - started, objective
-    )
+    score = _score(ev, fabric, factors, objective)[rows]
+    order = start + np.flatnonzero(fits)[np.argsort(score[fits], kind="stable")]
+    evaluated = len(found.survivors)
+    seconds = time.perf_counter() - started
+    return SearchResult(ev, order, found.generated, evaluated, pruned, seconds, objective)
 
 
 def _score(ev: Evaluation, fabric: Fabric, factors: TrainingFactors, objective: str) -> np.ndarray:

@@ -113,24 +113,40 @@ def test_infer_queries_answer_as_each_plan_alone(tmp_path: Path) -> None:
 def test_train_queries_answer_as_each_plan_alone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from rigwise.api import train_batch
+    from rigwise.api import train_batch, train_searches
 
-    scored: list[int] = []
-    evaluate = train_batch.evaluate
+    scored: dict[str, list[int]] = {"plans": [], "searches": []}
 
-    def counted(*args: Any) -> Any:
-        scored.append(len(args[2]))  # layouts scored in one call
-        return evaluate(*args)
+    def counted(module: Any, name: str) -> None:
+        evaluate = module.evaluate
 
-    monkeypatch.setattr(train_batch, "evaluate", counted)
+        def count(*args: Any) -> Any:
+            scored[name].append(len(args[2]))  # layouts scored in one call
+            return evaluate(*args)
+
+        monkeypatch.setattr(module, "evaluate", count)
+
+    counted(train_batch, "plans")
+    counted(train_searches, "searches")
     lines = [json.dumps(q) for q in TRAIN_LINES] + ["oops"]
     together, code = _queries(tmp_path, "train", lines)
     alone, worst = _alone("train", lines)
     assert _without_timings(together) == _without_timings(alone)
     assert code == worst == 2
-    # the nine zero x tp layouts and the micro-batch 4 one share a workload: one group, whose
-    # seven layouts that break no rule are scored in one call
-    assert max(scored) == 7
+    # the nine zero x tp layouts, the micro-batch 4 one and the three of global batch 8 (one
+    # of seq 4096, one with tokens) share a workload but its sizes: one group, whose ten
+    # layouts that break no rule are scored in one call; the searches those that do not fit
+    # fall back to (each its own fixed flags and sizes) are scored together in one call too
+    assert max(scored["plans"]) == 10
+    fell_back = [
+        answer["search"]["evaluated"]
+        for query, answer in zip(TRAIN_LINES, together, strict=False)
+        if query["on"] == "8x h100-sxm"
+        and "search" in answer
+        and query.get("seq") != "max"
+        and not query.get("search")
+    ]
+    assert len(fell_back) > 3 and scored["searches"][0] == sum(fell_back)
     broken = [a for a in alone if "tp does not divide" in a.get("reason", "")]
     assert len(broken) == 3 and sum("error" in a for a in alone) == 3
 

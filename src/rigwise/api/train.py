@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 from rigwise.api._lookup import cached_cluster, cached_geometry, cached_model
 from rigwise.api.train_options import TrainOptions
@@ -290,10 +291,9 @@ def continued(
 ) -> TrainingPlan:
     """The plan of the given (or default) layout, or, when it does not fit and some layout
     flags are free, the best layout a search over them finds (a note says so)."""
-    opts = setup.opts
-    free = [name for name in (*_LAYOUT_FLAGS, "sequence_parallel") if getattr(opts, name) is None]
-    if plan.fits or not free or plan.memory_per_gpu is None:
+    if not needs_search(setup, plan):
         return plan
+    free = _free_flags(setup.opts)
     found = _searched(setup, work, search)
     tried = found.search.generated if found.search else 0
     if not found.fits:
@@ -304,6 +304,15 @@ def continued(
     note = f"the default layout ({layout}) does not fit ({needs}); searched {tried} layouts"
     note += f" over {', '.join(free)} instead"
     return noted(found, note)
+
+
+def _free_flags(opts: TrainOptions) -> list[str]:
+    return [name for name in (*_LAYOUT_FLAGS, "sequence_parallel") if getattr(opts, name) is None]
+
+
+def needs_search(setup: _Setup, plan: TrainingPlan) -> bool:
+    """Whether ``continued`` searches: the plan does not fit, for memory, and flags are free."""
+    return not plan.fits and plan.memory_per_gpu is not None and bool(_free_flags(setup.opts))
 
 
 def _longest_seq(setup: _Setup) -> TrainingPlan:
@@ -353,26 +362,24 @@ def _short(layout: Layout) -> str:
 
 def _searched(setup: _Setup, work: Workload, search: Search = search_layouts) -> TrainingPlan:
     opts, gpus = setup.opts, setup.gpus
-    fixed = {name: getattr(opts, name) for name in _LAYOUT_FLAGS}
-    fixed["sequence_parallel"] = (
-        None if opts.sequence_parallel is None else int(opts.sequence_parallel)
-    )
-    result = search(
-        setup.geo,
-        work,
-        setup.fabric,
-        setup.factors,
-        gpus,
-        fixed,
-        opts.objective,
-        opts.allow_fewer_gpus,
-    )
+    result = search(*search_args(setup, work))
     if result.evaluation is None or result.feasible == 0:
         counts = ", ".join(f"{n} {reason}" for reason, n in result.pruned.items())
         plan = setup.infeasible(None, f"no layout of {gpus} GPUs works: {counts}")
         return replace(plan, search=result.stats())
     plans = [setup.plan_at(result.evaluation, int(i), work) for i in result.order[: opts.top]]
     return replace(plans[0], search=result.stats(), alternatives=tuple(plans[1:]))
+
+
+def search_args(setup: _Setup, work: Workload) -> tuple[Any, ...]:
+    """The arguments of ``search_layouts`` for a setup's free flags (the given ones fixed)."""
+    opts = setup.opts
+    fixed = {name: getattr(opts, name) for name in _LAYOUT_FLAGS}
+    fixed["sequence_parallel"] = (
+        None if opts.sequence_parallel is None else int(opts.sequence_parallel)
+    )
+    shared = (setup.geo, work, setup.fabric, setup.factors, setup.gpus)
+    return (*shared, fixed, opts.objective, opts.allow_fewer_gpus)
 
 
 __all__ = ["OBJECTIVES", "TrainOptions", "TrainingPlan", "fabric_of", "plan_training"]

@@ -1,6 +1,8 @@
 """Many training plans at once (``rigwise train --queries``): queries that share a model,
-hardware, factors and workload have their layouts scored together as arrays, by the same
-``evaluate`` the layout search runs (``rigwise.search``), not one array of one layout each.
+hardware, factors and workload (its sequence length and global batch aside) have their
+layouts scored together as arrays, by the same ``evaluate`` the layout search runs
+(``rigwise.search``), not one array of one layout each; so are the searches the queries whose
+default layout does not fit fall back to (``train_searches``).
 
 Every answer is what ``plan_training`` gives for that query alone (tests/cli/
 test_queries_batch.py holds the two equal): the same pruning rules and messages, the same
@@ -17,23 +19,34 @@ import numpy as np
 
 from rigwise.api.train import (
     Notes,
-    Search,
     _plan,
     _Setup,
     broken_layout_plan,
     continued,
     given_layout,
+    needs_search,
     noted,
     planned,
     prepared,
+    search_args,
+)
+from rigwise.api.train_searches import (
+    evaluated_rows,
+    fabric_key,
+    memo,
+    searched_together,
+    sizeless,
 )
 from rigwise.estimate.training import evaluate
 from rigwise.estimate.training_layout import Layout, LayoutArrays, Workload
 from rigwise.plans import TrainingPlan
-from rigwise.search import SearchResult, prune_rules, search_layouts
+from rigwise.search import prune_rules
 
-# One query of a group: its position in the batch, what it shares, its notes, its layout.
-_Member = tuple[int, _Setup, Notes, Layout]
+# One query of a group: its position in the batch, what it shares, its notes, its layout and
+# its workload.
+_Member = tuple[int, _Setup, Notes, Layout, Workload]
+# A member's plan of its given layout, before any search and its notes.
+_Default = tuple[_Member, TrainingPlan]
 
 
 def plan_training_batch(queries: list[dict[str, Any]]) -> list[TrainingPlan | Exception]:
@@ -48,53 +61,42 @@ def plan_training_batch(queries: list[dict[str, Any]]) -> list[TrainingPlan | Ex
                 results[index] = planned(setup, notes)  # searched: no single layout to batch
                 continue
             work = setup.workload(setup.opts.seq)
-            member = (index, setup, notes, given_layout(setup.opts, work, setup.gpus))
-            groups.setdefault(_group_key(setup, work), []).append(member)
+            member = (index, setup, notes, given_layout(setup.opts, work, setup.gpus), work)
+            groups.setdefault(group_key(setup, sizeless(work)), []).append(member)
         except Exception as exc:  # answered per line by the caller, as plan_training's are
             results[index] = exc
-    searches: dict[tuple[object, ...], SearchResult] = {}
-    for key, members in groups.items():
-        for index, plan in _group_plans(members, key[-1], _memo(searches, key)):  # type: ignore[arg-type]
+    defaults: list[_Default] = []
+    for members in groups.values():
+        for index, plan in _group_plans(members, defaults):
             results[index] = plan
+    searches = searched_together(
+        [search_args(m[1], m[4]) for m, plan in defaults if needs_search(m[1], plan)]
+    )
+    search = memo(searches)
+    for (index, setup, notes, _, work), plan in defaults:
+        results[index] = _noted(notes, partial(continued, setup, work, plan, search))
     return [r if r is not None else RuntimeError("query not planned") for r in results]
 
 
-def _group_key(setup: _Setup, work: Workload) -> tuple[object, ...]:
-    """Queries with equal keys share every input of ``evaluate`` but the layout. The model,
-    geometry, factors and devices are the cached lookups' objects, compared by identity (the
-    members hold them, so no id is reused meanwhile); calibrated factors are made per query,
-    so such queries are never grouped."""
-    fabric = setup.fabric
-    devices = (id(fabric.accelerator), id(fabric.intra_link), id(fabric.network))
-    shape = (fabric.gpus_per_node, fabric.network_ports, fabric.power_limit_watts, setup.gpus)
-    return (id(setup.spec), id(setup.geo), id(setup.factors), *devices, *shape, work)
-
-
-def _memo(searches: dict[tuple[object, ...], SearchResult], group: tuple[object, ...]) -> Search:
-    """``search_layouts`` run once per group and fixed flags: members whose default layout
-    does not fit and that leave the same flags free fall back to the same search (its
-    ``search.seconds`` is that one search's time)."""
-
-    def search(*args: Any) -> SearchResult:
-        fixed, rest = args[5], args[6:]
-        key = (*group, tuple(sorted(fixed.items())), *rest)
-        found = searches.get(key)
-        if found is None:
-            found = searches[key] = search_layouts(*args)
-        return found
-
-    return search
+def group_key(setup: _Setup, work: Workload) -> tuple[object, ...]:
+    """Queries with equal keys share every input of ``evaluate`` but the layout (and, with a
+    ``sizeless`` workload, the sizes). The model, geometry, factors and devices are the cached
+    lookups' objects, compared by identity (the members hold them, so no id is reused
+    meanwhile); calibrated factors are made per query, so such queries are never grouped."""
+    fabric = fabric_key(setup.fabric)
+    return (id(setup.spec), id(setup.geo), id(setup.factors), *fabric, setup.gpus, work)
 
 
 def _group_plans(
-    members: list[_Member], work: Workload, search: Search
+    members: list[_Member], defaults: list[_Default]
 ) -> list[tuple[int, TrainingPlan | Exception]]:
-    """Each member's plan: pruned by the layout rules, then the rest evaluated together; a
-    group that fails as a whole is planned member by member (each gets its own error)."""
+    """The plans of members whose layout breaks a rule (the others' plans go to
+    ``defaults``); a group that fails as a whole is planned member by member (each gets its
+    own plan or error)."""
     try:
-        return _evaluated_together(members, work, search)
+        return _evaluated_together(members, defaults)
     except Exception:
-        return [(index, _noted(notes, partial(_plan, s, work))) for index, s, notes, _ in members]
+        return [(m[0], _noted(m[2], partial(_plan, m[1], m[4]))) for m in members]
 
 
 def _noted(notes: Notes, make: Callable[[], TrainingPlan]) -> TrainingPlan | Exception:
@@ -107,14 +109,15 @@ def _noted(notes: Notes, make: Callable[[], TrainingPlan]) -> TrainingPlan | Exc
 
 
 def _evaluated_together(
-    members: list[_Member], work: Workload, search: Search
+    members: list[_Member], defaults: list[_Default]
 ) -> list[tuple[int, TrainingPlan | Exception]]:
     first = members[0][1]
-    lay = LayoutArrays.from_layouts([layout for *_, layout in members])
+    lay = LayoutArrays.from_layouts([m[3] for m in members])
+    work = evaluated_rows([m[4] for m in members], [1] * len(members))
     rules = prune_rules(first.geo, work, lay, first.gpus, first.fabric.gpus_per_node)
     out: list[tuple[int, TrainingPlan | Exception]] = []
     kept: list[int] = []
-    for position, (index, setup, notes, layout) in enumerate(members):
+    for position, (index, setup, notes, layout, _) in enumerate(members):
         broken = [reason for reason, bad in rules if bad[position]]
         found = broken_layout_plan(setup, layout, broken)
         if found is None:
@@ -122,11 +125,13 @@ def _evaluated_together(
         else:
             out.append((index, noted(found, *notes)))
     if kept:
-        ev = evaluate(first.geo, work, lay.take(_positions(kept)), first.fabric, first.factors)
-        for row, position in enumerate(kept):
-            index, setup, notes, _ = members[position]
-            plan = setup.plan_at(ev, row, work)
-            out.append((index, _noted(notes, partial(continued, setup, work, plan, search))))
+        rows = _positions(kept)
+        kept_work = evaluated_rows([members[p][4] for p in kept], [1] * len(kept))
+        ev = evaluate(first.geo, kept_work, lay.take(rows), first.fabric, first.factors)
+        planned_rows = [
+            (members[p], members[p][1].plan_at(ev, r, members[p][4])) for r, p in enumerate(kept)
+        ]
+        defaults.extend(planned_rows)
     return out
 
 

@@ -7,11 +7,12 @@ declared, so adding an option is one field and its docstring line.
 
 from __future__ import annotations
 
+import functools
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from rigwise.option_fields import no_blank, no_flag, number_not_flag, takes_text
+from rigwise.option_fields import Hook, no_blank, no_flag, number_not_flag, takes_text
 from rigwise.units import parse_count, whole_count
 
 
@@ -137,12 +138,8 @@ class TrainOptions(BaseModel):
     @field_validator("*", mode="before")
     @classmethod
     def _no_flags(cls, value: object, info: ValidationInfo) -> object:
-        hint = cls.model_fields[info.field_name or ""].annotation
-        if number_not_flag(hint):
-            return no_flag(None)(value)  # pydantic reads true as 1: {"seq": true} was 1 token
-        if takes_text(hint):
-            return no_blank(None)(value)  # {"network": ""} was no network given
-        return value
+        hook = _field_hook(cls, info.field_name or "")
+        return value if hook is None else hook(value)
 
     @field_validator("seq", "global_batch", "steps", mode="before")
     @classmethod
@@ -162,6 +159,18 @@ class TrainOptions(BaseModel):
     @classmethod
     def _counts(cls, value: object) -> object:
         return parse_count(value) if isinstance(value, str) else value
+
+
+@functools.lru_cache(maxsize=256)
+def _field_hook(cls: type[BaseModel], name: str) -> Hook | None:
+    """The check of field ``name`` before pydantic's, read from its annotation once per field
+    (a sweep validates thousands of options objects)."""
+    hint = cls.model_fields[name].annotation
+    if number_not_flag(hint):
+        return no_flag(None)  # pydantic reads true as 1: {"seq": true} was 1 token
+    if takes_text(hint):
+        return no_blank(None)  # {"network": ""} was no network given
+    return None
 
 
 __all__ = ["TrainOptions"]

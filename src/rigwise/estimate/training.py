@@ -38,8 +38,8 @@ class Evaluation:
     memory: MemoryArrays
     step: StepArrays
     capacity_bytes: float
-    tokens_per_step: float
-    model_flops_per_token: float
+    tokens_per_step: float | np.ndarray  # arrays for a ``per_row`` workload
+    model_flops_per_token: float | np.ndarray
     peak_flops: float
     gpus: int
 
@@ -82,6 +82,13 @@ def model_flops_per_token(geo: Geometry, work: Workload) -> float:
     return factor * n + attention
 
 
+def _tokens_per_step(work: Workload) -> float | np.ndarray:
+    """Tokens of one optimizer step (an array for a ``per_row`` workload)."""
+    if isinstance(work.global_batch, np.ndarray):
+        return np.asarray(work.global_batch * work.seq_len).astype(float)
+    return float(work.global_batch * work.seq_len)
+
+
 def evaluate(
     geo: Geometry, work: Workload, lay: LayoutArrays, fabric: Fabric, factors: TrainingFactors
 ) -> Evaluation:
@@ -91,7 +98,7 @@ def evaluate(
         memory=memory_per_gpu(geo, work, lay, factors),
         step=estimate_step(geo, work, lay, fabric, factors),
         capacity_bytes=fabric.accelerator.memory_bytes,
-        tokens_per_step=float(work.global_batch * work.seq_len),
+        tokens_per_step=_tokens_per_step(work),
         model_flops_per_token=model_flops_per_token(geo, work),
         peak_flops=fabric.accelerator.peak_flops(work.precision),
         gpus=max(gpus, 1),

@@ -7,8 +7,9 @@ same code (a single plan is an array of length one).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass, fields, replace
+from typing import Any, cast
 
 import numpy as np
 
@@ -82,6 +83,14 @@ class Workload:
         return "pure-bf16" if self.pure_bf16 else self.precision
 
 
+def per_row(work: Workload, seq_len: np.ndarray, global_batch: np.ndarray) -> Workload:
+    """``work`` with a sequence length and a global batch per layout (int64 arrays aligned with
+    the ``LayoutArrays`` evaluated): the estimators are elementwise in these two sizes, so
+    queries that differ only in them are evaluated in one call (api/train_batch.py), each row
+    as its own workload alone gives it."""
+    return replace(work, seq_len=cast(int, seq_len), global_batch=cast(int, global_batch))
+
+
 @dataclass(frozen=True)
 class Layout:
     """One parallel layout. ``dp`` counts data-parallel replicas (context-parallel excluded)."""
@@ -138,6 +147,12 @@ class LayoutArrays:
             recompute=np.array([RECOMPUTE.index(x.recompute) for x in layouts], dtype=np.int64),
             sequence_parallel=column("sequence_parallel"),
         )
+
+    @classmethod
+    def concat(cls, parts: Sequence[LayoutArrays]) -> LayoutArrays:
+        """The rows of ``parts``, in order."""
+        names = [f.name for f in fields(cls)]
+        return cls(**{n: np.concatenate([getattr(p, n) for p in parts]) for n in names})
 
     def __len__(self) -> int:
         return int(self.tp.shape[0])

@@ -9,6 +9,7 @@ is reported: stage 0 holds the embedding and ``p`` microbatches in flight.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -74,7 +75,8 @@ COMPILED_LOGITS_BYTES = 2.0 + 2.0
 @dataclass(frozen=True)
 class MemoryArrays:
     """Bytes per GPU for each layout (arrays); ``outside_allocator`` is the part of ``other``
-    that PyTorch's caching allocator does not hold (CUDA context, NCCL buffers)."""
+    that PyTorch's caching allocator does not hold (CUDA context, NCCL buffers). ``total`` is
+    summed at its first use and kept (a search reads it for each of its rankings)."""
 
     weights: np.ndarray
     gradients: np.ndarray
@@ -83,7 +85,7 @@ class MemoryArrays:
     other: np.ndarray
     outside_allocator: np.ndarray
 
-    @property
+    @functools.cached_property
     def total(self) -> np.ndarray:
         parts = (self.weights, self.gradients, self.optimizer, self.activations, self.other)
         return np.asarray(sum(parts))

@@ -11,6 +11,7 @@ DDP/FSDP overlap it) and the optimizer step (memory-bound).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,11 +37,13 @@ __all__ = ["STEP_PARTS", "Fabric", "StepArrays", "estimate_step"]
 
 @dataclass(frozen=True)
 class StepArrays:
+    """Step-time parts per layout; ``seconds`` is summed at its first use and kept."""
+
     parts: dict[str, np.ndarray]
     microbatches: np.ndarray
     recompute_flops_per_token: np.ndarray  # extra forward FLOPs of activation recompute
 
-    @property
+    @functools.cached_property
     def seconds(self) -> np.ndarray:
         total: np.ndarray = np.sum(np.stack(list(self.parts.values())), axis=0)
         return total
