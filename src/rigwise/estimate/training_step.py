@@ -45,8 +45,17 @@ class StepArrays:
 
     @functools.cached_property
     def seconds(self) -> np.ndarray:
-        total: np.ndarray = np.sum(np.stack(list(self.parts.values())), axis=0)
-        return total
+        return row_sums(list(self.parts.values()))
+
+
+def row_sums(parts: list[np.ndarray]) -> np.ndarray:
+    """Each layout's parts summed, the same whatever the number of layouts: summing across a
+    stack (axis 0) adds a lone layout's parts pairwise (the stack is contiguous that way) but
+    many layouts' in sequence, so a plan's step time differed in its last digits between
+    planning it alone and in a batch or search (with 8 or more parts). Each row summed along
+    its own contiguous row is added pairwise for any count."""
+    total: np.ndarray = np.stack(parts, axis=1).sum(axis=1)
+    return total
 
 
 def _layer_gemms(geo: Geometry, tokens: np.ndarray, lay: LayoutArrays) -> list[tuple[Any, ...]]:
@@ -237,7 +246,7 @@ def estimate_step(
         "ep_comm_s": layers * expert_all_to_all(geo, lay, tokens, fabric, f),
         "overhead_s": layers * f.layer_overhead_s + 0.0 * tokens,
     }
-    mb_time = np.sum(np.stack(list(per_mb.values())), axis=0)
+    mb_time = row_sums(list(per_mb.values()))
     m = np.maximum(work.global_batch // (lay.dp * lay.micro_batch), 1).astype(float)
     parts = {name: value * m for name, value in per_mb.items()}
     parts["pp_bubble_s"] = (lay.pp - 1) / lay.vpp * mb_time
