@@ -10,7 +10,7 @@ sequence and batch; then memory), the rest are estimated together as arrays by
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -192,8 +192,7 @@ def candidates(
     allow_fewer_gpus: bool = False,
 ) -> Candidates:
     """The cross product of the free flags, pruned by the rules (counted by reason)."""
-    values = candidate_values(geo, work, gpus, gpus_per_node, fixed)
-    lay = _generated(values, gpus, fixed.get("dp"), objective != "time" and allow_fewer_gpus)
+    lay = generated(geo, work, gpus, gpus_per_node, fixed, objective, allow_fewer_gpus)
     keep = np.ones(len(lay), dtype=bool)
     pruned: dict[str, int] = {}
     for reason, rejected in prune_rules(geo, work, lay, gpus, gpus_per_node):
@@ -202,6 +201,44 @@ def candidates(
             pruned[reason] = int(newly.sum())
         keep &= ~rejected
     return Candidates(lay.take(np.flatnonzero(keep)), len(lay), pruned)
+
+
+def generated(
+    geo: Geometry,
+    work: Workload,
+    gpus: int,
+    gpus_per_node: int,
+    fixed: Mapping[str, Any],
+    objective: str = "time",
+    allow_fewer_gpus: bool = False,
+) -> LayoutArrays:
+    """The cross product of a search's free flags, before its rules."""
+    values = candidate_values(geo, work, gpus, gpus_per_node, fixed)
+    return _generated(values, gpus, fixed.get("dp"), objective != "time" and allow_fewer_gpus)
+
+
+def pruned_apart(
+    geo: Geometry, work: Workload, lays: Sequence[LayoutArrays], gpus: int, gpus_per_node: int
+) -> tuple[LayoutArrays, list[Candidates]]:
+    """``candidates`` of searches whose generated layouts are ``lays`` (none empty; ``work``:
+    each row's, ``per_row``), the rules applied to all their rows at once: the survivors of
+    all, in order, and each search's ``Candidates`` (its survivors a slice of them)."""
+    if not all(len(one) for one in lays):  # np.add.reduceat cannot count an empty one
+        raise ValueError("a search generated no layout")
+    lay = LayoutArrays.concat(lays)
+    starts = np.cumsum([0, *[len(one) for one in lays[:-1]]])
+    keep = np.ones(len(lay), dtype=bool)
+    counted: list[tuple[str, np.ndarray]] = []
+    for reason, rejected in prune_rules(geo, work, lay, gpus, gpus_per_node):
+        counted.append((reason, np.add.reduceat((keep & rejected).astype(np.int64), starts)))
+        keep &= ~rejected
+    kept = np.add.reduceat(keep.astype(np.int64), starts)
+    survivors, found, at = lay.take(np.flatnonzero(keep)), [], 0
+    for i, one in enumerate(lays):
+        pruned = {reason: int(counts[i]) for reason, counts in counted if counts[i]}
+        found.append(Candidates(survivors.rows(at, at + int(kept[i])), len(one), pruned))
+        at += int(kept[i])
+    return survivors, found
 
 
 def ranked(

@@ -7,6 +7,7 @@ its own rows. Every result is what ``search_layouts`` gives for that search alon
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Sequence
 from dataclasses import replace
@@ -16,9 +17,9 @@ import numpy as np
 
 from rigwise.api.train import Search
 from rigwise.estimate.training import evaluate
-from rigwise.estimate.training_layout import LayoutArrays, Workload, per_row
+from rigwise.estimate.training_layout import Workload, per_row
 from rigwise.estimate.training_step import Fabric
-from rigwise.search import Candidates, SearchResult, candidates, ranked, search_layouts
+from rigwise.search import SearchResult, generated, pruned_apart, ranked, search_layouts
 
 # Sizes below this are evaluated as per-row int64 arrays: their products (tokens per step)
 # stay exact, as Python's integers are; larger ones are evaluated with their own workload.
@@ -26,6 +27,7 @@ MERGE_LIMIT = 2**31
 Key = tuple[object, ...]
 
 
+@functools.lru_cache(maxsize=4096)  # dataclasses.replace costs more than hashing the workload
 def sizeless(work: Workload) -> Workload:
     """``work`` without the sizes that ``per_row`` evaluates per row (and the tokens, which
     no evaluation reads), when they are small enough to be; else ``work`` itself."""
@@ -84,25 +86,25 @@ def searched_together(requests: Sequence[Sequence[Any]]) -> dict[Key, SearchResu
 
 
 def _together(requests: list[Sequence[Any]]) -> list[SearchResult]:
-    """``search_layouts`` of each request (all of one share), evaluated in one call."""
-    geo, _, fabric, factors = requests[0][:4]
-    spent: list[float] = []
-    found: list[Candidates] = []
-    for _, work, _, _, gpus, fixed, objective, allow in requests:
-        started = time.perf_counter()
-        found.append(candidates(geo, work, gpus, fabric.gpus_per_node, fixed, objective, allow))
-        spent.append(time.perf_counter() - started)
+    """``search_layouts`` of each request (all of one share): their rules applied and their
+    survivors evaluated in one call each."""
+    geo, _, fabric, factors, gpus = requests[0][:5]
+    works, per_node = [args[1] for args in requests], fabric.gpus_per_node
+    started = time.perf_counter()
+    lays = [generated(geo, a[1], gpus, per_node, a[5], a[6], a[7]) for a in requests]
+    sizes = [len(lay) for lay in lays]
+    rows = evaluated_rows(works, sizes)
+    survivors, found = pruned_apart(geo, rows, lays, gpus, per_node)
     counts = [len(f.survivors) for f in found]
-    total, ev, evaluating = sum(counts), None, 0.0
-    if total:
-        started = time.perf_counter()
-        lay = LayoutArrays.concat([f.survivors for f in found])
-        work = evaluated_rows([args[1] for args in requests], counts)
-        ev = evaluate(geo, work, lay, fabric, factors)
-        evaluating = time.perf_counter() - started
+    ev = None
+    if sum(counts):
+        ev = evaluate(geo, evaluated_rows(works, counts), survivors, fabric, factors)
+    shared = time.perf_counter() - started
     results, start = [], 0
-    for args, one, count, own in zip(requests, found, counts, spent, strict=True):
-        began = time.perf_counter() - own - evaluating * count / max(total, 1)
+    for args, one, count, size in zip(requests, found, counts, sizes, strict=True):
+        # its share of the time spent on all: by its generated and its evaluated layouts
+        own = shared * (size / sum(sizes) + count / max(sum(counts), 1)) / 2
+        began = time.perf_counter() - own
         results.append(ranked(one, ev if count else None, start, fabric, factors, args[6], began))
         start += count
     return results

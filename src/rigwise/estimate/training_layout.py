@@ -157,6 +157,10 @@ class LayoutArrays:
     def __len__(self) -> int:
         return int(self.tp.shape[0])
 
+    def rows(self, start: int, stop: int) -> LayoutArrays:
+        """Rows ``start`` to ``stop`` (views of these columns)."""
+        return LayoutArrays(**{f.name: getattr(self, f.name)[start:stop] for f in fields(self)})
+
     def take(self, index: np.ndarray) -> LayoutArrays:
         return LayoutArrays(**{f.name: getattr(self, f.name)[index] for f in fields(self)})
 
