@@ -46,7 +46,21 @@ def test_current_and_later_builds_change_nothing() -> None:
     assert build_effects("vllm", "nvidia-hbm", "fp8", "2023-12") == CURRENT
 
 
-@pytest.mark.parametrize("bad", ["2023-13", "Dec 2023", "2023/12", "23-12"])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "2023-13",
+        "Dec 2023",
+        "2023/12",
+        "23-12",
+        "2026-02-30",
+        "2026-02-99",
+        "2026-04-31",
+        "0000-01",
+        "２０２５-10",
+        "2025-1０",
+    ],
+)
 def test_a_build_that_is_not_a_date_is_refused_with_the_format(bad: str) -> None:
     with pytest.raises(InputError, match="YYYY-MM"):
         normalise_build(bad)
@@ -68,3 +82,8 @@ def test_old_build_prefill_is_an_fp16_gemm_plus_a_dequantization_pass() -> None:
     assert "dequantization" not in prefill_stage_parts(
         context(spec, quant="Q4_0"), stage(acc), 1024
     )
+
+
+def test_a_build_date_is_read_as_the_calendar_has_it() -> None:
+    assert normalise_build("2024-02-29") == "2024-02-29"  # a leap day
+    assert normalise_build(" 2023-12 ") == "2023-12-01"

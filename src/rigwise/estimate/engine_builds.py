@@ -16,6 +16,7 @@ A plan may name the build it models (``engine_build``, YYYY-MM or YYYY-MM-DD); t
 
 from __future__ import annotations
 
+import datetime
 import functools
 import re
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ from rigwise.catalog.loader import read_csv
 from rigwise.catalog.match import specificity
 from rigwise.errors import CatalogError, InputError
 
-_DATE = re.compile(r"^(\d{4})-(\d{2})(?:-(\d{2}))?$")
+_DATE = re.compile(r"^([0-9]{4})-([0-9]{2})(?:-([0-9]{2}))?$")
 DEQUANT_GEMM = "prefill_dequant_fp16_gemm"
 SPEED_SCALE = "prefill_speed_scale"
 TILE_M = "decode_gemm_tile_m"
@@ -45,14 +46,21 @@ CURRENT = BuildEffects()
 
 
 def normalise_build(build: str) -> str:
-    """'2023-12' -> '2023-12-01'; a bad date is an InputError naming the value."""
+    """'2023-12' -> '2023-12-01'; a bad date is an InputError naming the value. The builds are
+    compared as text, so only ASCII digits of a day the calendar has pass ('2026-02-30' and
+    fullwidth digits, which sort after every ASCII date, were read as a current build)."""
     match = _DATE.match(build.strip())
-    if not match or not 1 <= int(match.group(2)) <= 12:
+    try:
+        if not match:
+            raise ValueError
+        year, month, day = match.group(1), match.group(2), match.group(3) or "01"
+        datetime.date(int(year), int(month), int(day))
+    except ValueError:
         raise InputError(
             f"Engine build {build!r} is not a date.",
             hint="Give the build date as YYYY-MM or YYYY-MM-DD, e.g. engine_build='2023-12'.",
-        )
-    return f"{match.group(1)}-{match.group(2)}-{match.group(3) or '01'}"
+        ) from None
+    return f"{year}-{month}-{day}"
 
 
 def _below_minimum(row: dict[str, str], capability: float | None) -> bool:
