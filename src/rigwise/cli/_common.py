@@ -137,7 +137,7 @@ def finish(
 
 
 MAX_QUERY_LINE_CHARS = 65_536  # bytes of one JSON line of --queries
-QUERY_CHUNK = 512  # lines of a queries file planned together by a batch planner
+QUERY_CHUNK = 512  # lines of a queries file answered together (planned so by a batch planner)
 MEMO_LINES = 65_536  # distinct lines whose answers --queries keeps for lines that repeat them
 # The one-line JSON of --queries answers: no check for cycles (plain values from to_jsonable).
 ENCODE = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
@@ -156,12 +156,12 @@ def run_queries(
 ) -> int:
     """One plan per JSON-object line of ``path`` ('-' for stdin), one JSON result per line in
     order; a bad line gives ``{"error", "hint"}`` naming its line number. Exit: the worst line
-    (0 all fit, 1 some infeasible, 2 some bad input, 70 an internal error). With ``batch``, a
-    file's lines are planned QUERY_CHUNK at a time (stdin stays one line at a time: a caller
-    may wait for each answer); the answers are the same as ``plan`` gives line by line. A line
-    whose text an earlier line had is answered from that line's outcome (planning is a pure
-    function of the options): sweeps repeat queries, and a plan's JSON is most of its cost.
-    With ``fields``, each plan's answer is only those paths of its JSON."""
+    (0 all fit, 1 some infeasible, 2 some bad input, 70 an internal error). A file's lines
+    are answered QUERY_CHUNK at a time (stdin stays one line at a time: a caller may wait for
+    each answer), with ``batch`` planned together; the answers are the same as ``plan`` gives
+    line by line. A line whose text an earlier line had is answered from that line's outcome
+    (planning is a pure function of the options): sweeps repeat queries, and a plan's JSON is
+    most of its cost. With ``fields``, each plan's answer is only those paths of its JSON."""
     _nothing_beside_queries()
     with _frozen_heap():
         return _run_queries(path, plan, batch, fields)
@@ -187,7 +187,7 @@ def _run_queries(
 
     worst = EXIT_OK
     interactive = path == "-"  # a caller feeding stdin may wait for each answer
-    chunk = 1 if interactive or batch is None else QUERY_CHUNK
+    chunk = 1 if interactive else QUERY_CHUNK
     pending: list[tuple[int, Line]] = []
     memo: dict[str, Any] = {}
     convert = to_jsonable if fields is None else fields.of
