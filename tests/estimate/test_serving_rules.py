@@ -123,6 +123,18 @@ def test_a_model_defaults_to_the_format_it_is_released_in() -> None:
     assert _plan(model="gpt-oss-20b", on="rtx-4090", quant="Q8_0").quant == "Q8_0"  # type: ignore[attr-defined]
 
 
+def test_a_release_named_by_its_format_is_planned_in_it() -> None:
+    """'zai-org/GLM-4.6-FP8' resolves to glm-4.6 (whose catalog checkpoint is BF16) and was
+    planned in BF16 with no word of it: 88.2 GB of weights per RTX PRO 6000 at TP 8, 'tight'.
+    The name typed picks the FP8 release where the engine loads it; llama.cpp keeps its GGUF."""
+    rig = "8x rtx-pro-6000"
+    for name in ("zai-org/GLM-4.6-FP8", "glm-4.6-fp8", "zai-org/GLM-4.5-FP8"):
+        assert _plan(model=name, on=rig, engine="vllm").quant == "FP8"  # type: ignore[attr-defined]
+    assert _plan(model="zai-org/GLM-4.6", on=rig, engine="vllm").quant == "BF16"  # type: ignore[attr-defined]
+    assert _plan(model="glm-4.6-fp8", on=rig, engine="llama.cpp").quant == "Q4_K_M"  # type: ignore[attr-defined]
+    assert _plan(model="glm-4.6-fp8", on=rig, engine="vllm", quant="BF16").quant == "BF16"  # type: ignore[attr-defined]
+
+
 def test_ollama_offloads_layers_by_itself_llama_cpp_only_when_asked() -> None:
     """gpt-oss-20b (13.8 GB in MXFP4) on a 12 GB card: Ollama splits it with system RAM
     (engine_defaults.csv auto_offload); llama.cpp without --offload auto does not fit."""

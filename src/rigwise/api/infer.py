@@ -37,7 +37,7 @@ from rigwise.api.infer_stages import (
 from rigwise.api.levers import suggest_levers
 from rigwise.errors import InputError
 from rigwise.estimate.engine_overheads import EngineOverheads
-from rigwise.estimate.engine_rules import native_format
+from rigwise.estimate.engine_rules import released_format
 from rigwise.estimate.inference import Context, Phase, decode_phase, prefill_phase
 from rigwise.estimate.inference_efficiency import catalog_efficiency, efficiency
 from rigwise.estimate.inference_memory import MemoryBreakdown
@@ -204,7 +204,10 @@ def _setup(opts: InferOptions) -> _Setup:
     engine = opts.engine or default_engine(cluster, opts.concurrency)
     check_engine(engine, cluster)
     quant = canonical_quant(
-        opts.quant or file_quant(spec) or native_format(spec.name, engine) or default_quant(engine)
+        opts.quant
+        or file_quant(spec)
+        or released_format(opts.model, spec.name, engine)
+        or default_quant(engine)
     )
     check_weights(engine, quant)
     kv_dtype = opts.kv_quant or default_kv(engine, quant)

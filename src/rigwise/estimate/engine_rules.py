@@ -238,6 +238,15 @@ def engine_defaults(engine: str, memory_bytes: float) -> EngineDefaults:
     return EngineDefaults(0, False, "")
 
 
+def released_format(typed: str, model: str, engine: str) -> str | None:
+    """The format of the release the user named, where its name tells it apart from the
+    catalog ``model`` it maps to ('zai-org/GLM-4.6-FP8', an alias of glm-4.6, is the FP8
+    release: its last path part, lower case, has a row of its own), else ``model``'s."""
+    release = typed.strip().rsplit("/", 1)[-1].lower()
+    own = native_format(release, engine) if release != model else None
+    return own or native_format(model, engine)
+
+
 @functools.cache
 def native_format(model: str, engine: str) -> str | None:
     """The format ``model`` is released in, if ``engine`` loads that checkpoint as is
