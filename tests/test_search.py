@@ -139,3 +139,26 @@ def test_405b_on_16k_h100_search_finds_a_fitting_layout() -> None:
     assert plan.fits and plan.layout is not None and plan.layout.gpus == 16384
     assert plan.memory_per_gpu is not None and plan.memory_per_gpu.total_bytes <= 80e9
     assert 0.1 < plan.mfu < 0.6
+
+
+def test_a_large_search_does_not_keep_its_layouts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """generate's answers are kept for the searches of a sweep, up to a number of layouts in
+    all: a search of 32 nodes of 8 H100 (deepseek-v3, objective cost, fewer GPUs allowed)
+    generated 10.5 million layouts, and their 0.9 GB stayed in the process after it returned."""
+    from rigwise import search
+
+    monkeypatch.setattr(search, "_GENERATED", {})
+    monkeypatch.setattr(search, "_KEEP_ROWS", 50_000, raising=False)
+    values = {name: [1] for name in search._FIELDS}
+    values.update(tp=[1, 2, 4, 8], pp=[1, 2, 4, 8], vpp=list(range(1, 3001)))  # 48,000
+
+    def kept() -> int:
+        return sum(len(lay) for lay in search._GENERATED.values())
+
+    first = search._generated(values, 64, None, False)
+    assert len(first) == 48_000 and kept() == 48_000
+    assert search._generated(values, 64, None, False) is first  # kept for the next search
+    assert len(search._generated({**values, "zero": [0, 3]}, 64, None, False)) == 96_000
+    assert kept() == 48_000  # over the budget alone: not kept
+    search._generated({**values, "recompute": [2]}, 64, None, False)
+    assert kept() == 48_000  # within it, but not beside the first: the first makes room

@@ -103,6 +103,9 @@ def generate(
 
 
 _GENERATED: dict[tuple[object, ...], LayoutArrays] = {}  # generate's answers, kept (< 256)
+# Layouts kept in all (~80 MB): one search of 256 GPUs generates 10.5 million (0.9 GB), which a
+# process (the web UI, a library sweep) held for its life once kept; such sets are not kept.
+_KEEP_ROWS = 2**20
 
 
 def _generated(
@@ -112,9 +115,12 @@ def _generated(
     key = (*[(name, tuple(v)) for name, v in values.items()], gpus, fixed_dp, shrink)
     found = _GENERATED.get(key)
     if found is None:
-        if len(_GENERATED) >= 256:
-            _GENERATED.clear()
-        found = _GENERATED[key] = generate(values, gpus, fixed_dp, shrink)
+        found = generate(values, gpus, fixed_dp, shrink)
+        if len(found) <= _KEEP_ROWS:
+            kept = sum(len(lay) for lay in _GENERATED.values())
+            if len(_GENERATED) >= 256 or kept + len(found) > _KEEP_ROWS:
+                _GENERATED.clear()
+            _GENERATED[key] = found
     return found
 
 
