@@ -88,3 +88,25 @@ def test_an_old_build_adds_the_whole_tiles_to_the_decode_step() -> None:
     # the dense GEMMs' bytes (part of memory_bandwidth) were already paid: the rest is added
     assert floor - current["memory_bandwidth"] < added < floor
     assert {k: v for k, v in old.items() if k != "gemm_tiles"} == current
+
+
+def test_the_weights_outside_the_tiles_are_still_read() -> None:
+    """The tile floor covers the dense GEMMs it lists; the output head (16-bit) and, with MLA,
+    the attention weights are still read beside them. The step subtracted the roofline of
+    every dense weight from the floor, so a larger head cost nothing on an older build: GLM-4.6
+    with a second output head took as long as with one (llama-3.1-8b FP8 on an RTX 5090:
+    1.3 ms of its head and embedding vanished from a 27.6 ms step)."""
+    device = stage(get_accelerator("rtx-pro-6000-blackwell"), tp=8)
+    spec = load_catalog_model("glm-4.6")
+
+    def step(extra_bytes: float, build: str | None) -> float:
+        """memory + tiles with ``extra_bytes`` more dense weights outside the tiles (a head)."""
+        ctx = context(spec, quant="FP8", engine="vllm")
+        ctx = replace(ctx, weights_bytes=ctx.weights_bytes + extra_bytes, engine_build=build)
+        parts = decode_stage_parts(ctx, device, 1000, 1)
+        return parts["memory_bandwidth"] + parts.get("gemm_tiles", 0.0)
+
+    head = 2 * spec.vocab_size * spec.hidden_size  # a second 16-bit head's bytes
+    now = step(head, None) - step(0.0, None)
+    assert now > 0
+    assert step(head, "2025-10-16") - step(0.0, "2025-10-16") == pytest.approx(now, rel=1e-6)

@@ -113,4 +113,20 @@ def tile_floor_seconds(floor: TileFloor, batch: Any, bandwidth: float) -> Any:
     return total
 
 
-__all__ = ["TileFloor", "dense_gemms", "sm_count", "tile_floor", "tile_floor_seconds"]
+def own_roofline_seconds(floor: TileFloor, batch: Any, per_byte: float, per_flop: Any) -> Any:
+    """Seconds the step's rooflines already give the GEMMs in ``floor`` at ``batch`` tokens:
+    the longer of their weights' bytes (``per_byte`` seconds each) and their FLOPs
+    (``per_flop``). What the tiles take beyond it is the older build's extra: the other dense
+    weights (the head, MLA attention) are still read beside it."""
+    params = sum(n * k * count for n, k, count in floor.gemms)
+    return maximum(params * floor.weight_bytes * per_byte, 2.0 * params * batch * per_flop)
+
+
+__all__ = [
+    "TileFloor",
+    "dense_gemms",
+    "own_roofline_seconds",
+    "sm_count",
+    "tile_floor",
+    "tile_floor_seconds",
+]
