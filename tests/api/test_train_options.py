@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
+from rigwise.api.train import plan_training
 from rigwise.api.train_options import TrainOptions
+from rigwise.errors import InputError
 
 
 @pytest.mark.parametrize(("field", "value"), [("seq", "-5"), ("global_batch", "abc")])
@@ -33,3 +35,28 @@ def test_a_bool_is_not_a_number(field: str, value: object) -> None:
     with pytest.raises(ValidationError, match=f"{field}[\\s\\S]*true is not a number"):
         TrainOptions.model_validate({"model": "llama-3.1-8b", field: value})
     assert TrainOptions.model_validate({"model": "llama-3.1-8b", "compile": True}).compile
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        # before: an internal error (exit 70, "Python int too large to convert to C long")
+        ("micro_batch", 2**63),
+        # before: "fits": true, dp x micro-batch overflowing int64 to 0 in the microbatch count
+        ("micro_batch", 2**62),
+        ("global_batch", 2**26 + 1),
+        ("seq", 2**26 + 1),
+        ("seq", "100M"),
+        ("tp", 2**20 + 1),
+        ("vpp", 2**40),
+        ("lora_rank", 2**62),
+    ],
+)
+def test_sizes_past_exact_integer_arithmetic_are_bad_input(key: str, value: object) -> None:
+    with pytest.raises(InputError, match=key):
+        plan_training(model="llama-3.1-8b", on="8x h100-sxm", **{"global_batch": 128, key: value})
+
+
+def test_the_largest_sizes_allowed_still_plan() -> None:
+    plan = plan_training(model="llama-3.1-8b", on="8x h100-sxm", seq=2**26, global_batch=2**26)
+    assert not plan.fits  # 67M-token sequences do not fit: an answer, not an error

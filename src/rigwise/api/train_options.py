@@ -15,6 +15,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from rigwise.option_fields import Hook, no_blank, no_flag, number_not_flag, takes_text
 from rigwise.units import parse_count, whole_count
 
+# Upper bounds that keep a plan's integer arithmetic exact (numpy int64 layouts): tokens per step
+# (sequences x tokens each) stay below 2^53, where a float count is exact, and a layout's product
+# of sizes far from overflow. Each is far past any real run: 67M sequences a step, 67M-token
+# sequences, a million-way split of one kind.
+MAX_SIZE = 2**26
+MAX_SPLIT = 2**20
+
 
 class TrainOptions(BaseModel):
     """The options of ``rigwise train`` (long option names with ``_``); unknown keys are an
@@ -42,9 +49,9 @@ class TrainOptions(BaseModel):
     """Optimizer (sets the optimizer state per parameter)."""
     seq: int | Literal["max"] = Field(2048)
     """Sequence length in tokens, or 'max' (the longest that fits)."""
-    global_batch: int | None = Field(None, ge=1)
+    global_batch: int | None = Field(None, ge=1, le=MAX_SIZE)
     """Sequences per optimizer step (default: one micro-batch per data-parallel rank)."""
-    micro_batch: int | None = Field(None, ge=1)
+    micro_batch: int | None = Field(None, ge=1, le=MAX_SIZE)
     """Sequences per GPU per forward/backward pass."""
     tokens: float | None = Field(None, gt=0)
     """Tokens to train on (for time, GPU-hours, energy and cost)."""
@@ -54,17 +61,17 @@ class TrainOptions(BaseModel):
     """Epochs over ``dataset_tokens`` (instead of ``tokens``)."""
     dataset_tokens: float | None = Field(None, gt=0)
     """Tokens in the dataset (with ``epochs``)."""
-    tp: int | None = Field(None, ge=1)
+    tp: int | None = Field(None, ge=1, le=MAX_SPLIT)
     """Tensor-parallel size."""
-    pp: int | None = Field(None, ge=1)
+    pp: int | None = Field(None, ge=1, le=MAX_SPLIT)
     """Pipeline-parallel stages."""
-    dp: int | None = Field(None, ge=1)
+    dp: int | None = Field(None, ge=1, le=MAX_SPLIT)
     """Data-parallel replicas (default: the GPUs left)."""
-    cp: int | None = Field(None, ge=1)
+    cp: int | None = Field(None, ge=1, le=MAX_SPLIT)
     """Context-parallel size."""
-    ep: int | None = Field(None, ge=1)
+    ep: int | None = Field(None, ge=1, le=MAX_SPLIT)
     """Expert-parallel size (MoE models)."""
-    vpp: int | None = Field(None, ge=1)
+    vpp: int | None = Field(None, ge=1, le=MAX_SPLIT)
     """Virtual pipeline stages per rank (interleaved schedule)."""
     sequence_parallel: bool | None = None
     """Megatron sequence parallelism (default: on with tp > 1)."""
@@ -74,7 +81,7 @@ class TrainOptions(BaseModel):
     """Activation recomputation (default: full for LoRA/QLoRA, else none)."""
     offload: Literal["none", "optimizer", "params"] = "none"
     """CPU offload of the optimizer state or the parameters."""
-    lora_rank: int = Field(16, ge=1)
+    lora_rank: int = Field(16, ge=1, le=MAX_SPLIT)
     """LoRA rank."""
     lora_targets: tuple[Literal["q", "k", "v", "o", "gate", "up", "down"], ...] = (
         "q",
@@ -151,8 +158,8 @@ class TrainOptions(BaseModel):
     @field_validator("seq")
     @classmethod
     def _positive_seq(cls, value: int | str) -> int | str:
-        if isinstance(value, int) and value < 1:
-            raise ValueError("seq must be >= 1 or 'max'")
+        if isinstance(value, int) and not 1 <= value <= MAX_SIZE:
+            raise ValueError(f"seq must be 1 to {MAX_SIZE:,} tokens, or 'max'")
         return value
 
     @field_validator("tokens", "dataset_tokens", mode="before")
