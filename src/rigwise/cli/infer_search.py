@@ -22,10 +22,27 @@ def run_search(options: dict[str, Any], as_json: bool) -> int:
     if unused:
         from rigwise.cli._common import fail
 
-        flags = ", ".join("--" + k.replace("_", "-") for k in unused)
-        fail(f"{flags} cannot be combined with --search (the search chooses the layout).")
+        fail(_not_searched(unused))
     found = search_serving_layouts(**{k: v for k, v in options.items() if k in SEARCH_KEYS})
     return finish(found, as_json, render_search)
+
+
+# What the search itself chooses; the other infer options are ones it does not model.
+_CHOSEN = frozenset({"tp", "pp", "dp", "ep", "attention_dp", "split", "disagg", "concurrency"})
+
+
+def _not_searched(keys: list[str]) -> str:
+    """Why options given beside --search are refused, each with its own reason."""
+
+    def flags(names: list[str]) -> str:
+        return ", ".join("--" + k.replace("_", "-") for k in names)
+
+    chosen = [k for k in keys if k in _CHOSEN]
+    other = [k for k in keys if k not in _CHOSEN]
+    reasons = [f"{flags(chosen)}: the search chooses the layout and batch"] if chosen else []
+    if other:
+        reasons.append(f"{flags(other)}: not modelled by the search; plan one layout to use it")
+    return f"{flags(keys)} cannot be combined with --search ({'; '.join(reasons)})."
 
 
 def _layout(row: dict[str, Any]) -> str:
