@@ -209,3 +209,17 @@ def test_a_mixed_rig_with_devices_left_is_not_offered_a_dp_that_counts_unlike_ca
 def test_a_pipeline_as_long_as_the_model_keeps_its_layer_count_reason() -> None:
     plan = plan_inference(model="tinyllama-1.1b", on="32x rtx-3090", engine="llama.cpp")
     assert any("Only 22 of the 32 devices hold layers (22 layers" in n for n in plan.notes)
+
+
+def test_a_plan_priced_with_an_older_builds_tiles_says_so_and_a_current_one_does_not() -> None:
+    # before: the build was in no note and no JSON field; only the decode's bound named it
+    old = plan_inference(
+        model="llama-3.1-8b", on="rtx-5090", engine="vllm", quant="FP8", engine_build="2025-10"
+    )
+    assert old.decode is not None
+    share = old.decode.parts["gemm_tiles"] / old.decode.seconds
+    (note,) = [n for n in old.notes if "GEMM tiles" in n]
+    assert "--engine-build 2025-10-01" in note and share > 0.5  # the tiles are most of a token
+    assert f"{old.decode.parts['gemm_tiles'] * 1e3:.3g} of its" in note
+    new = plan_inference(model="llama-3.1-8b", on="rtx-5090", engine="vllm", quant="FP8")
+    assert not any("GEMM tiles" in n for n in new.notes)

@@ -38,6 +38,7 @@ from rigwise.api.levers import suggest_levers
 from rigwise.errors import InputError
 from rigwise.estimate.engine_overheads import EngineOverheads
 from rigwise.estimate.engine_rules import released_format
+from rigwise.estimate.gemm_tiles import tile_note
 from rigwise.estimate.inference import Context, Phase, decode_phase, prefill_phase
 from rigwise.estimate.inference_efficiency import catalog_efficiency, efficiency
 from rigwise.estimate.inference_memory import MemoryBreakdown
@@ -354,8 +355,10 @@ def _with_speed(
         opts.dp,
     )
     latency = _latency(opts.latency_budget, prefill, decode)
+    tiles = tile_note(decode.parts, decode.seconds, opts.engine_build)
     return replace(
         plan,
+        notes=plan.notes + tiles,
         memory=memory,
         prefill=prefill,
         decode=decode,

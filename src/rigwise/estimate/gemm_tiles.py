@@ -20,6 +20,7 @@ kernel (``inference_moe``), the embedding and the head stay 16-bit.
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -122,6 +123,29 @@ def own_roofline_seconds(floor: TileFloor, batch: Any, per_byte: float, per_flop
     return maximum(params * floor.weight_bytes * per_byte, 2.0 * params * batch * per_flop)
 
 
+def tiles_beyond_roofline(
+    floor: TileFloor, batch: Any, bandwidth: float, dequant: float, per_flop: Any
+) -> Any:
+    """An older build's decode part ``gemm_tiles``: the whole tiles' time beyond the roofline
+    the step already gives their GEMMs (``dequant`` bytes-equivalent per byte over the reached
+    ``bandwidth``; ``per_flop`` seconds a FLOP), never below 0."""
+    own = own_roofline_seconds(floor, batch, dequant / bandwidth, per_flop)
+    return maximum(tile_floor_seconds(floor, batch, bandwidth) - own, 0.0)
+
+
+def tile_note(parts: Mapping[str, float], seconds: float, build: str | None) -> tuple[str, ...]:
+    """The note a decode priced with an older build's whole tiles carries (none otherwise): the
+    share of a token's time they take, and that a later build is the lever."""
+    tiles = parts.get("gemm_tiles", 0.0)
+    if tiles <= 0.0:
+        return ()
+    return (
+        f"Decode pays the engine build's whole FP8 GEMM tiles at this batch: {tiles * 1e3:.3g} "
+        f"of its {seconds * 1e3:.3g} ms a token (--engine-build {build}, "
+        "catalog/data/engine_builds.csv); later builds do not.",
+    )
+
+
 __all__ = [
     "TileFloor",
     "dense_gemms",
@@ -129,4 +153,6 @@ __all__ = [
     "sm_count",
     "tile_floor",
     "tile_floor_seconds",
+    "tile_note",
+    "tiles_beyond_roofline",
 ]

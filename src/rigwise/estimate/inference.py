@@ -24,12 +24,7 @@ from rigwise.estimate.elementwise import maximum
 from rigwise.estimate.engine_builds import build_effects
 from rigwise.estimate.engine_overheads import EngineOverheads, device_class
 from rigwise.estimate.engine_rules import compute_capability
-from rigwise.estimate.gemm_tiles import (
-    TileFloor,
-    own_roofline_seconds,
-    tile_floor,
-    tile_floor_seconds,
-)
+from rigwise.estimate.gemm_tiles import TileFloor, tile_floor, tiles_beyond_roofline
 from rigwise.estimate.identity_memo import IdentityMemo
 from rigwise.estimate.inference_efficiency import Efficiency, efficiency, peak_flops
 from rigwise.estimate.inference_memory import expert_weight_share, stage_kv_split
@@ -270,10 +265,10 @@ def decode_stage_parts(
         "tensor_parallel_comm": _tp_comm(ctx, stage, batch),
     }
     if factors.tiles is not None:  # an older build's whole tiles beyond those GEMMs' roofline
-        floor = tile_floor_seconds(factors.tiles, batch, bandwidth)
         flop_s = 1.0 / (peak * compute_eff)
-        own = own_roofline_seconds(factors.tiles, batch, dequant / bandwidth, flop_s)
-        parts["gemm_tiles"] = maximum(floor - own, 0.0)
+        parts["gemm_tiles"] = tiles_beyond_roofline(
+            factors.tiles, batch, bandwidth, dequant, flop_s
+        )
     return parts
 
 
