@@ -305,7 +305,8 @@ def main() -> None:
         print(row)
     print(
         "(distinct: every line differs; the other files repeat 16 and 8 queries, and a line seen "
-        "before is answered from its first plan)"
+        "before is answered from its first plan; unresolved: a file 100x longer still ran within "
+        f"{RESOLUTION_S} s of one line, too fast to tell from start-up noise)"
     )
     print(f"--fields: infer {INFER_FIELDS}; train {TRAIN_FIELDS}")
     print("slowest imports of `rigwise infer` (cumulative):")
