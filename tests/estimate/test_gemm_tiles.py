@@ -110,3 +110,23 @@ def test_the_weights_outside_the_tiles_are_still_read() -> None:
     now = step(head, None) - step(0.0, None)
     assert now > 0
     assert step(head, "2025-10-16") - step(0.0, "2025-10-16") == pytest.approx(now, rel=1e-6)
+
+
+# vllm-project/vllm PR #34424's bench_fp8_gemm.py results without the patch (RTX 5090, the one
+# 256x128x64 config, per-channel cutlass_scaled_mm, N=6144 K=4096): 49 us at every M from 1 to 256
+PR34424_BEFORE_S = 49e-6
+
+
+def test_the_per_channel_tile_runs_at_its_measured_rate_not_the_peaks_share() -> None:
+    """One wave of 48 CTAs of 256x128 at the rate engine_builds.csv gives one SM on that tile
+    (from the same measurement): 49 us. The dense peak's share (419 TFLOPS / 170 SMs, the 5090's
+    FP8 rate with FP32 accumulation) priced it at 109 us, 2.2x the kernel's own time."""
+    effects = build_effects("vllm", "nvidia-gddr", "fp8", "2025-10-16", 12.0)
+    assert effects.decode_gemm_tile_sm_flops is not None
+    floor = TileFloor(256, 128, 170, effects.decode_gemm_tile_sm_flops, 1.0, ((6144, 4096, 1.0),))
+    for m in (1, 16, 256):
+        assert tile_floor_seconds(floor, m, 1.792e12) == pytest.approx(PR34424_BEFORE_S, rel=0.01)
+    peak_share = replace(floor, sm_flops=RTX_5090_FP8 / 170)
+    assert tile_floor_seconds(peak_share, 1, 1.792e12) == pytest.approx(109e-6, rel=0.01)
+    # the current build has no tile, and so no rate
+    assert build_effects("vllm", "nvidia-gddr", "fp8", None, 12.0).decode_gemm_tile_sm_flops is None

@@ -30,6 +30,7 @@ DEQUANT_GEMM = "prefill_dequant_fp16_gemm"
 SPEED_SCALE = "prefill_speed_scale"
 TILE_M = "decode_gemm_tile_m"
 TILE_N = "decode_gemm_tile_n"
+TILE_SM_FLOPS = "decode_gemm_tile_sm_flops"
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,7 @@ class BuildEffects:
     dequant_gemm: bool = False
     prefill_speed_scale: float = 1.0
     decode_gemm_tile: tuple[int, int] | None = None  # (rows, columns) of the one GEMM tile
+    decode_gemm_tile_sm_flops: float | None = None  # one SM's measured rate on that tile
     sources: tuple[str, ...] = ()
 
 
@@ -87,10 +89,10 @@ def build_effects(
         held = best.get(row["effect"])
         if held is None or score > held[0]:
             best[row["effect"]] = (score, row)
-    unknown = set(best) - {DEQUANT_GEMM, SPEED_SCALE, TILE_M, TILE_N}
+    unknown = set(best) - {DEQUANT_GEMM, SPEED_SCALE, TILE_M, TILE_N, TILE_SM_FLOPS}
     if unknown:
         raise CatalogError(f"engine_builds.csv: unknown effect(s) {', '.join(sorted(unknown))}.")
-    scale = best.get(SPEED_SCALE)
+    scale, sm_rate = best.get(SPEED_SCALE), best.get(TILE_SM_FLOPS)
     tile_m, tile_n = best.get(TILE_M), best.get(TILE_N)
     if (tile_m is None) != (tile_n is None):
         raise CatalogError(f"engine_builds.csv: {TILE_M} and {TILE_N} come as a pair.")
@@ -100,5 +102,6 @@ def build_effects(
         decode_gemm_tile=(
             (int(tile_m[1]["value"]), int(tile_n[1]["value"])) if tile_m and tile_n else None
         ),
+        decode_gemm_tile_sm_flops=float(sm_rate[1]["value"]) if sm_rate else None,
         sources=tuple(row["source"] for _, row in best.values()),
     )

@@ -51,7 +51,7 @@ class TileFloor:
     tile_m: int
     tile_n: int
     sms: int
-    sm_flops: float  # one SM's share of the dtype's dense peak
+    sm_flops: float  # one SM's rate on the tile (engine_builds.csv), else its share of the peak
     weight_bytes: float  # bytes per quantized weight
     gemms: tuple[tuple[int, int, float], ...]  # (N, K, how many on the device per step)
 
@@ -71,7 +71,8 @@ def tile_floor(
         return None
     tile_m, tile_n = effects.decode_gemm_tile
     bits = quant_format(quant).bits_per_weight
-    return TileFloor(tile_m, tile_n, sms, peak / sms, bits / 8, dense_gemms(spec, stage))
+    sm_flops = effects.decode_gemm_tile_sm_flops or peak / sms  # measured, else the peak's share
+    return TileFloor(tile_m, tile_n, sms, sm_flops, bits / 8, dense_gemms(spec, stage))
 
 
 def dense_gemms(spec: ModelSpec, stage: Stage) -> tuple[tuple[int, int, float], ...]:
