@@ -81,3 +81,12 @@ def test_glob_match_is_fnmatchcase() -> None:
         name = "".join(rng.choices("ab-*", k=rng.randint(0, 7)))
         glob = "".join(rng.choices("ab-**?", k=rng.randint(0, 6)))
         assert glob_match(name, glob) == fnmatch.fnmatchcase(name, glob), (name, glob)
+
+
+def test_first_glob_row_takes_the_first_row_whose_glob_matches() -> None:
+    from rigwise.catalog.match import first_glob_row
+
+    rows = [{"accelerator": "rtx-pro-6000*", "n": "1"}, {"accelerator": "rtx-*", "n": "2"}]
+    assert first_glob_row(rows, "accelerator", "rtx-pro-6000-blackwell") == rows[0]
+    assert first_glob_row(rows, "accelerator", "rtx-5090") == rows[1]
+    assert first_glob_row(rows, "accelerator", "h100-sxm") is None

@@ -79,4 +79,13 @@ def most_specific(rows: Iterable[Row], **keys: str) -> Row | None:
     return best
 
 
-__all__ = ["glob_match", "most_specific", "specificity"]
+def first_glob_row(rows: Iterable[Row], column: str, name: str) -> Row | None:
+    """The first of ``rows`` whose ``column`` glob matches ``name`` as it is (per-accelerator
+    tables listed most specific first: ``sm_counts.csv``, ``gpu_clocks.csv`` ...); None if none."""
+    for row in rows:
+        if glob_match(name, row[column]):
+            return row
+    return None
+
+
+__all__ = ["first_glob_row", "glob_match", "most_specific", "specificity"]

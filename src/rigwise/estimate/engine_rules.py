@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from rigwise.catalog.loader import read_csv
-from rigwise.catalog.match import glob_match
+from rigwise.catalog.match import first_glob_row, glob_match
 from rigwise.hardware import Accelerator
 from rigwise.models import ModelSpec, kv_cache_format
 from rigwise.units import GiB
@@ -73,10 +73,8 @@ def rules() -> tuple[Rule, ...]:
 @functools.cache
 def compute_capability(accelerator_id: str) -> float | None:
     """NVIDIA compute capability of a catalog id (None where none is listed)."""
-    for row in read_csv("compute_capability.csv"):
-        if glob_match(accelerator_id, row["accelerator"]):
-            return float(row["compute_capability"])
-    return None
+    row = first_glob_row(read_csv("compute_capability.csv"), "accelerator", accelerator_id)
+    return float(row["compute_capability"]) if row else None
 
 
 def meets(accelerator: Accelerator, need: str) -> bool:

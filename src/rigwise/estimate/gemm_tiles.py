@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rigwise.catalog.loader import read_csv
-from rigwise.catalog.match import glob_match
+from rigwise.catalog.match import first_glob_row
 from rigwise.estimate.elementwise import maximum
 from rigwise.estimate.engine_builds import build_effects
 from rigwise.estimate.engine_overheads import device_class
@@ -38,10 +38,8 @@ from rigwise.models.quant import quant_format
 @functools.cache
 def sm_count(accelerator_id: str) -> int | None:
     """Streaming multiprocessors of a catalog id (``sm_counts.csv``; None where not listed)."""
-    for row in read_csv("sm_counts.csv"):
-        if glob_match(accelerator_id, row["accelerator"]):
-            return int(row["sm_count"])
-    return None
+    row = first_glob_row(read_csv("sm_counts.csv"), "accelerator", accelerator_id)
+    return int(row["sm_count"]) if row else None
 
 
 @dataclass(frozen=True)

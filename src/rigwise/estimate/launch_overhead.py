@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 
 from rigwise.catalog.loader import read_csv
-from rigwise.catalog.match import glob_match
+from rigwise.catalog.match import first_glob_row
 from rigwise.estimate.engine_overheads import best_row, device_class
 from rigwise.hardware import Accelerator
 
@@ -24,10 +24,8 @@ from rigwise.hardware import Accelerator
 @functools.cache
 def boost_clock_hz(accelerator_id: str) -> float | None:
     """Boost clock of a catalog GPU id (None where ``gpu_clocks.csv`` lists none)."""
-    for row in read_csv("gpu_clocks.csv"):
-        if glob_match(accelerator_id, row["accelerator"]):
-            return float(row["boost_clock_mhz"]) * 1e6
-    return None
+    row = first_glob_row(read_csv("gpu_clocks.csv"), "accelerator", accelerator_id)
+    return float(row["boost_clock_mhz"]) * 1e6 if row else None
 
 
 @functools.cache
