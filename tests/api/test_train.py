@@ -214,3 +214,18 @@ def test_expert_parallel_on_a_dense_model_is_bad_input_as_in_infer() -> None:
     with pytest.raises(InputError, match=r"--ep 2 asks for expert parallel, but llama-3\.1-8b"):
         plan_training(model="llama-3.1-8b", on="4x h100-sxm", ep=2)
     assert plan_training(model="llama-3.1-8b", on="4x h100-sxm", ep=1).fits
+
+
+def test_a_layout_larger_than_the_rig_says_how_many_gpus_it_needs() -> None:
+    # before: "GPUs not divisible by tp x pp x cp; ... (layout tp=2 pp=1 dp=8 cp=1 mb=1 on 16
+    # GPUs)" for 8 GPUs, and the default global batch (4) was from the rig's 8 GPUs, not dp 8
+    plan = plan_training(model="llama-3.1-8b", on="8x h100-sxm", tp=2, dp=8)
+    assert not plan.fits
+    assert plan.reason.startswith("the layout needs 16 GPUs; the rig has 8 (layout tp=2")
+    assert "not divisible by tp x pp x cp" not in plan.reason
+    assert plan.layout is not None and plan.layout.global_batch == 8  # a micro-batch per rank
+
+
+def test_a_layout_that_fits_the_rig_keeps_the_divisibility_reason() -> None:
+    plan = plan_training(model="llama-3.1-8b", on="8x h100-sxm", tp=3, pp=1, dp=2)
+    assert not plan.fits and plan.reason.startswith("GPUs not divisible by tp x pp x cp")

@@ -75,9 +75,8 @@ def fabric_of(cluster: Cluster, power_limit: float | None = None) -> Fabric:
 
 
 def _workload(opts: TrainOptions, spec: ModelSpec, gpus: int, seq: int) -> Workload:
-    global_batch = opts.global_batch or max(gpus // _model_parallel(opts), 1) * (
-        opts.micro_batch or 1
-    )
+    replicas = opts.dp or max(gpus // _model_parallel(opts), 1)  # the ones given, else all fit
+    global_batch = opts.global_batch or replicas * (opts.micro_batch or 1)
     tokens = opts.tokens
     if tokens is None and opts.steps is not None:
         tokens = float(opts.steps * global_batch * seq)
@@ -348,6 +347,9 @@ def broken_layout_plan(setup: _Setup, layout: Layout, broken: list[str]) -> Trai
     none that matter). A user (or a framework preset) may ask for SP with tp=1 or ZeRO with
     one data-parallel rank (both no-ops), or TP without SP: all are valid layouts."""
     broken = [b for b in broken if not b.startswith(("sequence parallel", "ZeRO needs"))]
+    if layout.gpus > setup.gpus:  # more than the rig: say so, not that it does not divide it
+        broken = [b for b in broken if not b.startswith("GPUs not divisible")]
+        broken.insert(0, f"the layout needs {layout.gpus:,} GPUs; the rig has {setup.gpus:,}")
     if broken:
         return setup.infeasible(layout, "; ".join(broken) + f" (layout {_short(layout)})")
     return None
