@@ -60,3 +60,11 @@ def test_sizes_past_exact_integer_arithmetic_are_bad_input(key: str, value: obje
 def test_the_largest_sizes_allowed_still_plan() -> None:
     plan = plan_training(model="llama-3.1-8b", on="8x h100-sxm", seq=2**26, global_batch=2**26)
     assert not plan.fits  # 67M-token sequences do not fit: an answer, not an error
+
+
+def test_steps_past_a_float_count_are_bad_input() -> None:
+    # before: an internal error (exit 70 in --queries, HTTP 500 in the web API): "int too large
+    # to convert to float" turning steps x global batch x seq into a token count
+    with pytest.raises(InputError, match="steps"):
+        plan_training(model="llama-3.1-8b", on="8x h100-sxm", steps=10**320)
+    assert plan_training(model="llama-3.1-8b", on="8x h100-sxm", steps=2**53).fits

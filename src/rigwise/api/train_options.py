@@ -21,6 +21,7 @@ from rigwise.units import parse_count, whole_count
 # sequences, a million-way split of one kind.
 MAX_SIZE = 2**26
 MAX_SPLIT = 2**20
+MAX_STEPS = 2**53  # as the CLI's --steps: steps x tokens per step stay a finite float
 
 
 class TrainOptions(BaseModel):
@@ -55,7 +56,7 @@ class TrainOptions(BaseModel):
     """Sequences per GPU per forward/backward pass."""
     tokens: float | None = Field(None, gt=0)
     """Tokens to train on (for time, GPU-hours, energy and cost)."""
-    steps: int | None = Field(None, ge=1)
+    steps: int | None = Field(None, ge=1, le=MAX_STEPS)
     """Optimizer steps to train (instead of ``tokens``)."""
     epochs: float | None = Field(None, gt=0)
     """Epochs over ``dataset_tokens`` (instead of ``tokens``)."""
