@@ -87,3 +87,16 @@ def test_old_build_prefill_is_an_fp16_gemm_plus_a_dequantization_pass() -> None:
 def test_a_build_date_is_read_as_the_calendar_has_it() -> None:
     assert normalise_build("2024-02-29") == "2024-02-29"  # a leap day
     assert normalise_build(" 2023-12 ") == "2023-12-01"
+
+
+def test_catalog_schema_documents_every_effect() -> None:
+    # before: decode_gemm_tile_sm_flops (95c90fd) was read by the planner but not in SCHEMA.md
+    from pathlib import Path
+
+    from rigwise.estimate import engine_builds
+
+    schema = (Path(engine_builds.__file__).parents[1] / "catalog" / "SCHEMA.md").read_text()
+    section = schema.split("## engine_builds.csv", 1)[1].split("\n## ", 1)[0]
+    effects = [engine_builds.DEQUANT_GEMM, engine_builds.SPEED_SCALE, engine_builds.TILE_M]
+    for effect in [*effects, engine_builds.TILE_N, engine_builds.TILE_SM_FLOPS]:
+        assert section.count(f"`{effect}`") >= 2, effect  # in `effect` and in `value`

@@ -1,7 +1,7 @@
 """What an older engine build did differently, by build date (``engine_builds.csv``).
 
 A plan may name the build it models (``engine_build``, YYYY-MM or YYYY-MM-DD); the rows whose
-``until`` date is later apply, the most specific per effect. Two effects exist:
+``until`` date is later apply, the most specific per effect. The effects:
 
 - ``prefill_dequant_fp16_gemm``: quantized prompt processing dequantizes each weight matrix to
   fp16 and runs an fp16 GEMM (llama.cpp CUDA before PR #8075, 2024-06-23). The GEMM runs at the
@@ -12,6 +12,8 @@ A plan may name the build it models (``engine_build``, YYYY-MM or YYYY-MM-DD); t
 - ``decode_gemm_tile_m`` / ``decode_gemm_tile_n``: the quantized linear layers ran one CUTLASS
   tile shape at every batch size (vLLM's SM120 FP8 kernel before PR #34424), so a decode GEMM
   pays its whole tile's MMAs (``estimate.gemm_tiles``).
+- ``decode_gemm_tile_sm_flops``: one SM's measured rate on that tile (a kernel timing), used
+  instead of the dense peak's share per SM.
 """
 
 from __future__ import annotations
