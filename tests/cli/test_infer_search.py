@@ -19,6 +19,12 @@ from rigwise.cli import cli
             ["--tp", "2", "--context", "4096"],
             "(--tp: the search chooses the layout and batch; --context: not modelled",
         ),
+        # before: "--latency-budget: not modelled by the search; plan one layout to use it",
+        # though the search takes the same limits as --slo-ttft / --slo-tpot
+        (
+            ["--latency-budget", "40ms"],
+            "(--latency-budget: the search takes --slo-ttft / --slo-tpot)",
+        ),
     ],
 )
 def test_options_the_search_does_not_take_are_refused_with_their_own_reason(

@@ -29,6 +29,8 @@ def run_search(options: dict[str, Any], as_json: bool) -> int:
 
 # What the search itself chooses; the other infer options are ones it does not model.
 _CHOSEN = frozenset({"tp", "pp", "dp", "ep", "attention_dp", "split", "disagg", "concurrency"})
+# Options whose search counterpart has another name.
+_INSTEAD = {"latency_budget": "--slo-ttft / --slo-tpot"}
 
 
 def _not_searched(keys: list[str]) -> str:
@@ -38,8 +40,9 @@ def _not_searched(keys: list[str]) -> str:
         return ", ".join("--" + k.replace("_", "-") for k in names)
 
     chosen = [k for k in keys if k in _CHOSEN]
-    other = [k for k in keys if k not in _CHOSEN]
+    other = [k for k in keys if k not in _CHOSEN and k not in _INSTEAD]
     reasons = [f"{flags(chosen)}: the search chooses the layout and batch"] if chosen else []
+    reasons += [f"{flags([k])}: the search takes {_INSTEAD[k]}" for k in keys if k in _INSTEAD]
     if other:
         reasons.append(f"{flags(other)}: not modelled by the search; plan one layout to use it")
     return f"{flags(keys)} cannot be combined with --search ({'; '.join(reasons)})."
