@@ -223,3 +223,21 @@ def test_a_plan_priced_with_an_older_builds_tiles_says_so_and_a_current_one_does
     assert f"{old.decode.parts['gemm_tiles'] * 1e3:.3g} of its" in note
     new = plan_inference(model="llama-3.1-8b", on="rtx-5090", engine="vllm", quant="FP8")
     assert not any("GEMM tiles" in n for n in new.notes)
+
+
+def test_the_tile_note_says_its_figures_are_one_sequences_at_any_concurrency() -> None:
+    # before: "... whole FP8 GEMM tiles at this batch: 13.8 of its 29.7 ms a token" with
+    # --concurrency 64, whose TPOT was 76.8 ms: the figures are the batch-1 decode line's
+    plan = plan_inference(
+        model="llama-3.1-8b",
+        on="rtx-5090",
+        engine="vllm",
+        quant="FP8",
+        engine_build="2025-10",
+        concurrency=64,
+    )
+    (note,) = [n for n in plan.notes if "GEMM tiles" in n]
+    assert (
+        note.startswith("Decode of one sequence (the decode line) pays")
+        and "this batch" not in note
+    )

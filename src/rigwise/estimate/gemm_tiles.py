@@ -134,13 +134,14 @@ def tiles_beyond_roofline(
 
 def tile_note(parts: Mapping[str, float], seconds: float, build: str | None) -> tuple[str, ...]:
     """The note a decode priced with an older build's whole tiles carries (none otherwise): the
-    share of a token's time they take, and that a later build is the lever."""
+    share of a token's time they take at batch 1 (``decode_phase``'s, whatever the serving
+    concurrency), and that a later build is the lever."""
     tiles = parts.get("gemm_tiles", 0.0)
     if tiles <= 0.0:
         return ()
     return (
-        f"Decode pays the engine build's whole FP8 GEMM tiles at this batch: {tiles * 1e3:.3g} "
-        f"of its {seconds * 1e3:.3g} ms a token (--engine-build {build}, "
+        "Decode of one sequence (the decode line) pays the engine build's whole FP8 GEMM tiles: "
+        f"{tiles * 1e3:.3g} of its {seconds * 1e3:.3g} ms a token (--engine-build {build}, "
         "catalog/data/engine_builds.csv); later builds do not.",
     )
 
