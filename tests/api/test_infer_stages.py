@@ -241,3 +241,23 @@ def test_the_tile_note_says_its_figures_are_one_sequences_at_any_concurrency() -
         note.startswith("Decode of one sequence (the decode line) pays")
         and "this batch" not in note
     )
+
+
+def test_idle_devices_beside_offloaded_weights_are_not_hinted_more_replicas() -> None:
+    # before: "tp 1 x pp 2 uses 2 of the 4 devices; 2 idle. --dp 2 would run a replica on each
+    # 2." beside 29.0 GB offloaded to host RAM (decode 1.8 tok/s): two replicas offload as much
+    # each, where --pp 4 holds the weights on the GPUs (11.6 tok/s)
+    plan = plan_inference(
+        model="llama-3.1-70b",
+        on="4x rtx-4090",
+        quant="Q8_0",
+        offload="auto",
+        host="ryzen-9-7950x-ddr5-6000",
+        pp=2,
+    )
+    assert "tp 1 x pp 2 uses 2 of the 4 devices; 2 idle." in plan.notes
+    assert not any("--dp" in n for n in plan.notes)
+    assert any(
+        n.endswith("The idle devices could hold them (a longer --pp or wider --tp).")
+        for n in plan.notes
+    )

@@ -357,12 +357,18 @@ def fitted_memory(
         stages = _with_offload(spec, stages, ctx, kv_bytes, engine)
         memory = memory_of(spec, stages, ctx, kv_bytes, engine)
         if memory.host_offload_bytes:
+            idle = [n for n in notes if _DP_HINT in n]  # more replicas would offload as much
+            notes[:] = [n.split(" --dp ")[0] if n in idle else n for n in notes]
             notes.append(
                 f"{memory.host_offload_bytes / 1e9:.1f} GB of weights offloaded to host RAM."
+                + (" The idle devices could hold them (a longer --pp or wider --tp)." * bool(idle))
             )
         elif not any(can_offload(s) for s in stages):
             notes.append("Offload needs --host CPU (the host's RAM size and bandwidth).")
     return stages, memory
+
+
+_DP_HINT = " would run a replica on each "
 
 
 def idle_devices(
@@ -389,5 +395,5 @@ def idle_devices(
     note = f"{shape} uses {used:,} of the {total:,} devices; {total - used:,} idle."
     one_kind = len({node.accelerator.id for node, _ in cluster.runs}) == 1
     if one_kind and total // per_replica > opts.dp:
-        note += f" --dp {total // per_replica} would run a replica on each {per_replica:,}."
+        note += f" --dp {total // per_replica}{_DP_HINT}{per_replica:,}."
     return [note]
