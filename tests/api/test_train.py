@@ -229,3 +229,17 @@ def test_a_layout_larger_than_the_rig_says_how_many_gpus_it_needs() -> None:
 def test_a_layout_that_fits_the_rig_keeps_the_divisibility_reason() -> None:
     plan = plan_training(model="llama-3.1-8b", on="8x h100-sxm", tp=3, pp=1, dp=2)
     assert not plan.fits and plan.reason.startswith("GPUs not divisible by tp x pp x cp")
+
+
+@pytest.mark.parametrize("sizes", [{"dp": 16}, {"tp": 4, "pp": 4}])
+def test_a_search_with_sizes_larger_than_the_rig_says_how_many_gpus_they_need(
+    sizes: dict[str, int],
+) -> None:
+    # before: "no layout of 8 GPUs works: 11520 GPUs not divisible by tp x pp x cp" (--dp 16)
+    plan = plan_training(model="llama-3.1-8b", on="8x h100-sxm", search=True, **sizes)
+    assert not plan.fits
+    assert plan.reason == (
+        "no layout of 8 GPUs works: the sizes given (tp x pp x cp x dp) need 16 GPUs; the rig has 8"
+    )
+    within = plan_training(model="llama-3.1-8b", on="8x h100-sxm", search=True, tp=3)
+    assert "GPUs not divisible by tp x pp x cp" in within.reason  # a size within the rig

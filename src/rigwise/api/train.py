@@ -367,6 +367,11 @@ def _searched(setup: _Setup, work: Workload, search: Search = search_layouts) ->
     result = search(*search_args(setup, work))
     if result.evaluation is None or result.feasible == 0:
         counts = ", ".join(f"{n} {reason}" for reason, n in result.pruned.items())
+        given = _model_parallel(opts) * (opts.dp or 1)
+        if given > gpus:  # the sizes given alone are too many: say so, not that they do not divide
+            counts = (
+                f"the sizes given (tp x pp x cp x dp) need {given:,} GPUs; the rig has {gpus:,}"
+            )
         plan = setup.infeasible(None, f"no layout of {gpus} GPUs works: {counts}")
         return replace(plan, search=result.stats())
     plans = [setup.plan_at(result.evaluation, int(i), work) for i in result.order[: opts.top]]
