@@ -19,6 +19,8 @@ from rigwise.cli import cli
             ["--tp", "2", "--context", "4096"],
             "(--tp: the search chooses the layout and batch; --context: not modelled",
         ),
+        # before: exit 0, the search's figures without the measured factors, no word of them
+        (["--calibrated"], "(--calibrated: not modelled by the search; plan one layout to use it)"),
         # before: "--latency-budget: not modelled by the search; plan one layout to use it",
         # though the search takes the same limits as --slo-ttft / --slo-tpot
         (

@@ -168,6 +168,8 @@ def infer(
     if search:
         from rigwise.cli.infer_search import run_search
 
+        if calibrated:  # refused with the options the search does not take, not ignored
+            options["calibrated"] = True
         return run_search(options, as_json)
     for flag in ("slo_ttft", "slo_tpot", "gpus"):
         if flag in options:
