@@ -243,3 +243,9 @@ def test_a_search_with_sizes_larger_than_the_rig_says_how_many_gpus_they_need(
     )
     within = plan_training(model="llama-3.1-8b", on="8x h100-sxm", search=True, tp=3)
     assert "GPUs not divisible by tp x pp x cp" in within.reason  # a size within the rig
+
+
+def test_epochs_times_a_dataset_past_a_float_is_bad_input() -> None:
+    # before: 'fits' with time_to_train_s null (1e300 x 1e300 tokens is inf)
+    with pytest.raises(InputError, match="more tokens than a number holds"):
+        plan_training(model="llama-3.1-8b", on="8x h100-sxm", epochs=1e300, dataset_tokens=1e300)

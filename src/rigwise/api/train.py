@@ -10,6 +10,7 @@ The options class itself is ``rigwise.api.train_options`` (one documented field 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -84,6 +85,12 @@ def _workload(opts: TrainOptions, spec: ModelSpec, gpus: int, seq: int) -> Workl
         if opts.dataset_tokens is None:
             raise InputError("--epochs needs --dataset-tokens.", hint="Add --dataset-tokens 1B.")
         tokens = opts.epochs * opts.dataset_tokens
+        if not math.isfinite(tokens):  # each finite, the product past a float: no time to train
+            raise InputError(
+                f"--epochs {opts.epochs:g} x --dataset-tokens {opts.dataset_tokens:g} is more "
+                "tokens than a number holds.",
+                hint="Give the dataset's real size, e.g. --dataset-tokens 1B --epochs 3.",
+            )
     dropout = (
         opts.dropout if opts.dropout is not None else not bool(getattr(spec, "gated_mlp", True))
     )

@@ -13,6 +13,7 @@ idle); ``d_half`` is fitted once across runs, not per row.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
@@ -108,6 +109,8 @@ def training_factors(
             f"Unknown calibration key(s): {', '.join(sorted(unknown))}.",
             hint=f"Use one of: {', '.join(_DEVICE_FACTORS)}, bus_efficiency_<link kind>.",
         )
+    for key, value in calibration.items():
+        _check_calibration(key, value)
     values: dict[str, Any] = {}
     for name in _DEVICE_FACTORS:
         if name in calibration:
@@ -121,6 +124,25 @@ def training_factors(
     for kind in list(bus):
         bus[kind] = float(calibration.get(f"bus_efficiency_{kind}", bus[kind]))
     return TrainingFactors(bus_efficiency_by_kind=bus, **values)
+
+
+# Calibration factors that are a share of something (a peak, the time a GPU is busy or useful).
+_SHARES = ("goodput", "power_utilisation", "fragmentation_fraction", "async_tp_overlap")
+
+
+def _check_calibration(key: str, value: object) -> None:
+    """A calibrated factor the planner can use: an efficiency a fraction of peak (0-1.5], as
+    plan_inference asks; a share (0-1]; any other factor (bytes, seconds, an exponent) a finite
+    number >= 0. A negative matmul efficiency planned 2.5M tokens/s, an infinite one ran."""
+    number = float(value)  # type: ignore[arg-type]
+    if "efficiency" in key:
+        if not 0 < number <= 1.5:
+            raise InputError(f"Calibration {key}={value!r} is not a fraction of peak (0-1.5].")
+    elif key in _SHARES:
+        if not 0 <= number <= 1:
+            raise InputError(f"Calibration {key}={value!r} is not a share from 0 to 1.")
+    elif not (math.isfinite(number) and number >= 0):
+        raise InputError(f"Calibration {key}={value!r} is not a finite number >= 0.")
 
 
 @functools.lru_cache(maxsize=256)
