@@ -199,14 +199,9 @@ def candidates(
 ) -> Candidates:
     """The cross product of the free flags, pruned by the rules (counted by reason)."""
     lay = generated(geo, work, gpus, gpus_per_node, fixed, objective, allow_fewer_gpus)
-    keep = np.ones(len(lay), dtype=bool)
-    pruned: dict[str, int] = {}
-    for reason, rejected in prune_rules(geo, work, lay, gpus, gpus_per_node):
-        newly = keep & rejected
-        if newly.any():
-            pruned[reason] = int(newly.sum())
-        keep &= ~rejected
-    return Candidates(lay.take(np.flatnonzero(keep)), len(lay), pruned)
+    if len(lay) == 0:
+        return Candidates(lay, 0, {})
+    return pruned_apart(geo, work, [lay], gpus, gpus_per_node)[1][0]
 
 
 def generated(
@@ -231,7 +226,7 @@ def pruned_apart(
     all, in order, and each search's ``Candidates`` (its survivors a slice of them)."""
     if not all(len(one) for one in lays):  # np.add.reduceat cannot count an empty one
         raise ValueError("a search generated no layout")
-    lay = LayoutArrays.concat(lays)
+    lay = lays[0] if len(lays) == 1 else LayoutArrays.concat(lays)
     starts = np.cumsum([0, *[len(one) for one in lays[:-1]]])
     keep = np.ones(len(lay), dtype=bool)
     counted: list[tuple[str, np.ndarray]] = []
@@ -267,25 +262,32 @@ def ranked(
     pruned = dict(found.pruned)
     if (~fits).any():
         pruned["does not fit in memory"] = int((~fits).sum())
-    score = _score(ev, fabric, factors, objective)[rows]
+    score = _score(ev, fabric, factors, objective, rows)
     order = start + np.flatnonzero(fits)[np.argsort(score[fits], kind="stable")]
     evaluated = len(found.survivors)
     seconds = time.perf_counter() - started
     return SearchResult(ev, order, found.generated, evaluated, pruned, seconds, objective)
 
 
-def _score(ev: Evaluation, fabric: Fabric, factors: TrainingFactors, objective: str) -> np.ndarray:
+def _score(
+    ev: Evaluation,
+    fabric: Fabric,
+    factors: TrainingFactors,
+    objective: str,
+    rows: slice = slice(None),
+) -> np.ndarray:
     """Lower is better: step time (time), or GPU-seconds per step (cost and energy: price and
     board power are per GPU, so both follow GPU-seconds; energy breaks ties toward less
-    recompute). Ties go to the layout with more memory headroom."""
-    seconds = ev.step.seconds
-    headroom = 1.0 + 1e-9 * ev.memory.total / ev.capacity_bytes
+    recompute). Ties go to the layout with more memory headroom. Only the ``rows`` of ``ev``
+    one search ranks are scored (a batch's searches share one evaluation)."""
+    seconds = ev.step.seconds[rows]
+    headroom = 1.0 + 1e-9 * ev.memory.total[rows] / ev.capacity_bytes
     if objective == "time":
         by_time: np.ndarray = seconds * headroom
         return by_time
-    gpu_seconds = seconds * ev.gpus_used
+    gpu_seconds = seconds * ev.gpus_used[rows]
     if objective == "energy":
-        by_energy: np.ndarray = gpu_seconds * (1.0 + 1e-6 * ev.hfu) * headroom
+        by_energy: np.ndarray = gpu_seconds * (1.0 + 1e-6 * ev.hfu[rows]) * headroom
         return by_energy
     by_cost: np.ndarray = gpu_seconds * headroom
     return by_cost
