@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from rigwise.api.infer import plan_inference
+from rigwise.api.train import plan_training
 from rigwise.errors import InputError
 from rigwise.estimate import comms
 from rigwise.estimate.inference_memory import expert_weight_share
@@ -111,3 +112,26 @@ def test_expert_parallel_needs_experts() -> None:
     with pytest.raises(InputError, match=r"llama-3\.1-8b is a dense model") as caught:
         check_expert_parallel(load_model("llama-3.1-8b"), 4)
     assert caught.value.hint == "Drop --ep, or use --tp 4 to split the model over 4 devices."
+
+
+def test_expert_parallel_hint_holds_the_split_to_the_devices_there_are() -> None:
+    """`--ep 8` on a dense model on 2 devices suggested `--tp 8`, which the rig cannot run."""
+    dense = load_model("llama-3.1-8b")
+    with pytest.raises(InputError) as caught:
+        check_expert_parallel(dense, 8, devices=2)
+    assert caught.value.hint == "Drop --ep, or use --tp 2 to split the model over 2 devices."
+    with pytest.raises(InputError) as caught:
+        check_expert_parallel(dense, 8, devices=1)
+    assert caught.value.hint == "Drop --ep; one device holds the whole model."
+    with pytest.raises(InputError) as caught:
+        check_expert_parallel(dense, 4, devices=8)
+    assert caught.value.hint == "Drop --ep, or use --tp 4 to split the model over 4 devices."
+
+
+def test_infer_and_train_name_the_rigs_device_count_in_the_dense_ep_hint() -> None:
+    with pytest.raises(InputError) as caught:
+        plan_inference(model="llama-3.1-8b", on="2x rtx-4090", engine="vllm", ep=8)
+    assert "--tp 2 " in caught.value.hint
+    with pytest.raises(InputError) as caught:
+        plan_training(model="llama-3.1-8b", on="4x h100-sxm", ep=8)
+    assert "--tp 4 " in caught.value.hint

@@ -200,8 +200,8 @@ def _setup_of(opts: InferOptions) -> _Setup:
 
 def _setup(opts: InferOptions) -> _Setup:
     spec = model_of(opts.model)
-    check_expert_parallel(spec, opts.ep)
     cluster = cluster_of(opts.on, opts.nodes, opts.network, opts.cluster)
+    check_expert_parallel(spec, opts.ep, devices=cluster.accelerator_count)
     engine = opts.engine or default_engine(cluster, opts.concurrency)
     check_engine(engine, cluster)
     quant = canonical_quant(

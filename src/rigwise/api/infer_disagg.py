@@ -54,7 +54,7 @@ def plan_disagg_pools(
 
     roles = parse_roles(opts.disagg or {})
     for name, role in zip(("prefill", "decode"), roles, strict=True):
-        check_expert_parallel(ctx.spec, role.ep, f"--disagg {name}.ep", f"{name}.tp")
+        check_expert_parallel(ctx.spec, role.ep, f"--disagg {name}.ep", f"{name}.tp", role.gpus)
     total = cluster.accelerator_count
     if roles[0].gpus + roles[1].gpus > total:
         raise InputError(

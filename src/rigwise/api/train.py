@@ -214,7 +214,7 @@ def prepared(options: TrainOptions | None, fields: Mapping[str, object]) -> tupl
     if (opts.ep or 1) > 1:  # as infer: a dense model has no experts to shard
         from rigwise.estimate.serving_layout import check_expert_parallel
 
-        check_expert_parallel(spec, opts.ep or 1)
+        check_expert_parallel(spec, opts.ep or 1, devices=gpus)
     factors = _factors(fabric.accelerator.id, opts.calibration)
     return _Setup(opts, spec, geo, fabric, factors, gpus), notes
 

@@ -48,14 +48,21 @@ def _check_inside_tp(layout: ReplicaLayout, width: int) -> None:
 
 
 def check_expert_parallel(
-    spec: ModelSpec, ep: int, name: str = "--ep", tp_name: str = "--tp"
+    spec: ModelSpec, ep: int, name: str = "--ep", tp_name: str = "--tp", devices: int = 0
 ) -> None:
     """Expert parallel shards routed experts: a dense model has none, so ``ep`` > 1 would be
-    ignored without a word (the plan the same as without it)."""
+    ignored without a word (the plan the same as without it). The hint's tensor-parallel size
+    is ``ep`` held to the ``devices`` there are (0: not known)."""
     if ep > 1 and spec.moe is None:
+        tp = min(ep, devices) if devices > 0 else ep
+        split = (
+            f"or use {tp_name} {tp} to split the model over {tp} devices"
+            if tp > 1
+            else "one device holds the whole model"
+        )
         raise InputError(
             f"{name} {ep} asks for expert parallel, but {spec.name} is a dense model (no experts).",
-            hint=f"Drop {name}, or use {tp_name} {ep} to split the model over {ep} devices.",
+            hint=f"Drop {name}; {split}." if tp == 1 else f"Drop {name}, {split}.",
         )
 
 
