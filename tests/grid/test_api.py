@@ -317,10 +317,47 @@ def test_a_failed_pass_in_the_same_coordinator_is_not_called_a_restart(
     with pytest.raises(RuntimeError):
         service.tick()  # releases the lost job, then the second launch fails: rolled back
     assert one not in engine.running and service.job(one)["attempts"] == 1
-    service.tick()  # the same coordinator: no restart to speak of
+    service.tick()  # the same coordinator: no restart to speak of; the loss is recorded now
     logs = client.get(f"/api/jobs/{one}/logs", headers=admin).json()
     assert not any("coordinator restarted" in entry["message"] for entry in logs)
+    assert "lost (NodeDiedError)" in logs[-1]["message"]
+    service.tick()
     assert service.job(one)["attempts"] == 2  # launched again
+
+
+class FailingJobEngine(FailingLaunchEngine):
+    """Its jobs fail with an error of their own; launching a second job raises once."""
+
+    def launch(self, job_id: str, *args: Any, **kwargs: Any) -> None:
+        super().launch(job_id, *args, **kwargs)
+        self.running[job_id] = ("error", "CUDA out of memory in step 3", "node-x")
+
+
+def test_an_outcome_released_by_a_failed_pass_is_recorded_by_the_next(
+    grid: Any, make_facts: Any
+) -> None:
+    """The engine gives a job's outcome back once (release): a pass whose database write then
+    failed lost it, and the job was relaunched as if its coordinator had restarted."""
+    service, first, client, admin = grid
+    join(client, service, make_facts(), "worker")
+    engine = on_engine(service, FailingJobEngine(), first)
+    one = client.post("/api/jobs", json={"job": TRAIN}, headers=admin).json()["id"]
+    service.tick()  # launched; it then fails
+    client.post("/api/jobs", json={"job": TRAIN}, headers=admin).raise_for_status()
+    with pytest.raises(RuntimeError):
+        service.tick()  # releases the failed job, then the second launch fails: rolled back
+    assert one not in engine.running and service.job(one)["state"] == "queued"
+    service.tick()
+    job = service.job(one)
+    assert (job["state"], job["reason"], job["attempts"]) == (
+        "failed",
+        "CUDA out of memory in step 3",
+        1,
+    )
+    logs = client.get(f"/api/jobs/{one}/logs", headers=admin).json()
+    assert not any("restarted" in e["message"] or "requeued" in e["message"] for e in logs)
+    service.tick()
+    assert service.job(one)["state"] == "failed" and not service.released
 
 
 @pytest.mark.torch  # the requeued job trains grid.tinylm

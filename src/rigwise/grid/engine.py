@@ -63,6 +63,8 @@ class GridState(Protocol):
     held_out_fraction: float
     next_replication: float
     launched: set[str]  # jobs this coordinator launched or took over after a restart
+    # outcomes (status, value, node) of jobs the engine released in a pass not yet committed
+    released: dict[str, tuple[str, Any, str | None]]
     ledger_key: bytes
 
     def stores(self, session: Session) -> ChunkStores: ...

@@ -38,14 +38,17 @@ def tick(service: GridState) -> None:
         for row in rows:
             if row.id in engine.running:
                 _follow(service, session, engine, row, lost)
+            elif row.id in service.released:  # released by a pass whose database write failed
+                _settle(service, session, row, *service.released[row.id])
             elif row.id not in service.launched and (row.state == "running" or row.attempts):
                 # launched by an earlier coordinator (seen running or not yet) that has died
                 service.launched.add(row.id)  # said once; relaunched by the next pass
                 _requeue(service, session, row, "coordinator restarted; job queued again")
-            elif row.state == "running":  # released by a pass whose database write failed
+            elif row.state == "running":  # dropped by the engine without an outcome
                 _requeue(service, session, row, "its result was not recorded; job queued again")
             else:
                 _try_launch(service, session, engine, row)
+    service.released.clear()  # the pass's writes are committed: its outcomes are recorded
 
 
 def _refresh_nodes(session: Session, engine: Engine) -> set[str]:
@@ -96,9 +99,18 @@ def _follow(
             engine.release(row.id, cancel=True)
             _requeue(service, session, row, f"node {row.node} lost")
         return
-    if row.node is None:
-        row.node, row.started_at = engine.node_of(row.id), row.started_at or time.time()
+    # kept until this pass's writes commit: a pass that fails later replays it (never lost)
+    service.released[row.id] = (status, value, row.node or engine.node_of(row.id))
     engine.release(row.id)
+    _settle(service, session, row, *service.released[row.id])
+
+
+def _settle(
+    service: GridState, session: Session, row: JobRow, status: str, value: Any, node: str | None
+) -> None:
+    """Record the outcome the engine gave back for a job it has released."""
+    if row.node is None:
+        row.node, row.started_at = node, row.started_at or time.time()
     if status == "lost":
         _requeue(service, session, row, f"node {row.node} lost ({value})")
     elif status == "error":

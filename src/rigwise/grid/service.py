@@ -71,6 +71,8 @@ class GridService:
         self.held_out_fraction = float(self.policy_data["leaderboard"]["held_out_fraction"])
         self.next_replication = 0.0  # monotonic time of the next under-replication pass
         self.launched: set[str] = set()  # scheduler: jobs this coordinator launched or took over
+        # scheduler: outcomes the engine released in a pass whose writes have not committed
+        self.released: dict[str, tuple[str, Any, str | None]] = {}
         self.ray_address, self.ray_token = ray_address, ray_token
         self.engine: Engine | None = None
         # the scheduler thread and API calls that touch running jobs take turns
