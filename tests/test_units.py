@@ -30,6 +30,10 @@ def test_parse_seconds(text: str, expected: float) -> None:
 def test_parse_count() -> None:
     assert parse_count("2T") == 2e12
     assert parse_count("15k") == 15e3
+    # a "+" as every number option takes it (--nodes +5 planned; --prompt +5 was refused)
+    assert parse_count("+5") == 5 and parse_count(" +1.5k") == 1500
+    with pytest.raises(InputError):
+        parse_count("++5")
 
 
 @pytest.mark.parametrize("bad", ["24XB", "lots", "", "GB24"])

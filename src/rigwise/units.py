@@ -54,7 +54,8 @@ _TIME_UNITS = {
 }
 _COUNT_SUFFIX = {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
 
-_NUMBER_UNIT = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([a-zµ]*)\s*$", re.I)
+# an optional "+" as every number option takes it (--nodes +5); a "-" is read and refused
+_NUMBER_UNIT = re.compile(r"^\s*\+?([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([a-zµ]*)\s*$", re.I)
 
 
 def _split(text: str, what: str, example: str) -> tuple[float, str]:

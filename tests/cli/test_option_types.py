@@ -97,6 +97,27 @@ def test_a_number_not_written_plainly_is_bad_input_naming_the_option(
     assert "write digits" in error or typed in ("  ", "nan")
 
 
+INTEGERS = [
+    p
+    for p in NUMBERS
+    if isinstance(p.values[1].type, click.types.IntParamType)
+    or (isinstance(p.values[1].type, FiniteNumber) and p.values[1].type.integer)
+]
+
+
+@pytest.mark.parametrize(("path", "param", "command"), INTEGERS)
+@pytest.mark.parametrize("typed", ["1e3", "1.5"])
+def test_an_integer_option_says_to_write_digits(
+    path: list[str], param: click.Parameter, command: click.Command, typed: str
+) -> None:
+    """'--nodes 1e3' said only "'1e3' is not an integer"; count options such as --prompt read
+    1e3 (a token count, like 8k), integer ones take digits and now say so."""
+    given = [param.opts[0], typed] if isinstance(param, click.Option) else [typed]
+    result = CliRunner().invoke(cli, [*path, *given])
+    assert result.exit_code == 2, result.output
+    assert f"{typed!r} is not an integer: write digits, e.g. 1000." in result.stderr
+
+
 def test_the_message_says_what_to_give_and_the_default_stays(capsys) -> None:
     code = main(["infer", "llama-3.1-8b", "--on", "rtx-4090", "--quant", ""])
     err = capsys.readouterr().err

@@ -100,7 +100,7 @@ class PlainNumber(click.ParamType):
             if value.strip().lower().lstrip("+-") in _NOT_FINITE:
                 self.fail(f"{value.strip()!r} is not a finite number.")
             if integer and not value.strip().lstrip("+-").isdigit():
-                self.fail(f"{value.strip()[:60]!r} is not an integer.")
+                self.fail(f"{value.strip()[:60]!r} is not an integer: write digits, e.g. 1000.")
         return super().convert(value, param, ctx)
 
 
@@ -166,7 +166,8 @@ class FiniteNumber(click.ParamType):
             try:
                 number = int(text) if self.integer else float(text)
             except (ValueError, OverflowError):
-                self.fail(f"{text[:60]!r} is not a{'n integer' if self.integer else ' number'}.")
+                what = "an integer: write digits, e.g. 1000" if self.integer else "a number"
+                self.fail(f"{text[:60]!r} is not {what}.")
         if isinstance(number, float) and not math.isfinite(number):
             self.fail(f"{value!r} is not a finite number.")
         if number < 0 or number > MAX_OPTION_INT:
