@@ -249,3 +249,19 @@ def test_epochs_times_a_dataset_past_a_float_is_bad_input() -> None:
     # before: 'fits' with time_to_train_s null (1e300 x 1e300 tokens is inf)
     with pytest.raises(InputError, match="more tokens than a number holds"):
         plan_training(model="llama-3.1-8b", on="8x h100-sxm", epochs=1e300, dataset_tokens=1e300)
+
+
+@pytest.mark.parametrize(
+    ("work", "message"),
+    [
+        ({"tokens": 2e12, "steps": 100}, "--tokens and --steps each say how much to train"),
+        ({"tokens": 2e12, "epochs": 2, "dataset_tokens": 1e9}, "--tokens and --epochs each"),
+        ({"steps": 100, "epochs": 2, "dataset_tokens": 1e9}, "--steps and --epochs each"),
+        ({"dataset_tokens": 1e9}, "--dataset-tokens needs --epochs"),
+    ],
+)
+def test_two_amounts_of_work_are_bad_input(work: dict[str, float], message: str) -> None:
+    # before: '--tokens 2T --steps 100' planned 2T tokens, --steps dropped without a word
+    # ('--dataset-tokens 1B' alone: no time to train, no word)
+    with pytest.raises(InputError, match=message):
+        plan_training(model="llama-3.1-8b", on="8x h100-sxm", zero=3, **work)

@@ -10,13 +10,12 @@ The options class itself is ``rigwise.api.train_options`` (one documented field 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 from rigwise.api._lookup import cached_cluster, cached_geometry, cached_model
-from rigwise.api.train_options import TrainOptions
+from rigwise.api.train_options import TrainOptions, tokens_to_train
 from rigwise.errors import InputError
 from rigwise.estimate.compute import TrainingFactors, catalog_training_factors, training_factors
 from rigwise.estimate.engine_rules import compute_capability, meets
@@ -78,19 +77,7 @@ def fabric_of(cluster: Cluster, power_limit: float | None = None) -> Fabric:
 def _workload(opts: TrainOptions, spec: ModelSpec, gpus: int, seq: int) -> Workload:
     replicas = opts.dp or max(gpus // _model_parallel(opts), 1)  # the ones given, else all fit
     global_batch = opts.global_batch or replicas * (opts.micro_batch or 1)
-    tokens = opts.tokens
-    if tokens is None and opts.steps is not None:
-        tokens = float(opts.steps * global_batch * seq)
-    if tokens is None and opts.epochs is not None:
-        if opts.dataset_tokens is None:
-            raise InputError("--epochs needs --dataset-tokens.", hint="Add --dataset-tokens 1B.")
-        tokens = opts.epochs * opts.dataset_tokens
-        if not math.isfinite(tokens):  # each finite, the product past a float: no time to train
-            raise InputError(
-                f"--epochs {opts.epochs:g} x --dataset-tokens {opts.dataset_tokens:g} is more "
-                "tokens than a number holds.",
-                hint="Give the dataset's real size, e.g. --dataset-tokens 1B --epochs 3.",
-            )
+    tokens = tokens_to_train(opts, global_batch * seq)
     dropout = (
         opts.dropout if opts.dropout is not None else not bool(getattr(spec, "gated_mlp", True))
     )

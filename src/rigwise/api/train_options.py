@@ -8,10 +8,12 @@ declared, so adding an option is one field and its docstring line.
 from __future__ import annotations
 
 import functools
+import math
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from rigwise.errors import InputError
 from rigwise.option_fields import Hook, no_blank, no_flag, number_not_flag, takes_text
 from rigwise.units import parse_count, whole_count
 
@@ -169,6 +171,41 @@ class TrainOptions(BaseModel):
         return parse_count(value) if isinstance(value, str) else value
 
 
+def tokens_to_train(opts: TrainOptions, tokens_per_step: int) -> float | None:
+    """The tokens the run trains on: ``tokens``, ``steps`` x tokens per step, or ``epochs`` x
+    ``dataset_tokens``; None when none is given. They are three ways to say one amount (docs/
+    train.md), so two of them, or a dataset size without epochs, would be one option silently
+    dropped: bad input."""
+    given = [
+        f"--{name.replace('_', '-')}"
+        for name in ("tokens", "steps", "epochs")
+        if getattr(opts, name) is not None
+    ]
+    if len(given) > 1:
+        raise InputError(
+            f"{' and '.join(given)} each say how much to train; give one.",
+            hint="Use --tokens N, --steps N or --epochs E --dataset-tokens N.",
+        )
+    if opts.dataset_tokens is not None and opts.epochs is None:
+        raise InputError(
+            "--dataset-tokens needs --epochs.", hint="Add --epochs 1 (or use --tokens alone)."
+        )
+    if opts.steps is not None:
+        return float(opts.steps * tokens_per_step)
+    if opts.epochs is None:
+        return opts.tokens
+    if opts.dataset_tokens is None:
+        raise InputError("--epochs needs --dataset-tokens.", hint="Add --dataset-tokens 1B.")
+    tokens = opts.epochs * opts.dataset_tokens
+    if not math.isfinite(tokens):  # each finite, the product past a float: no time to train
+        raise InputError(
+            f"--epochs {opts.epochs:g} x --dataset-tokens {opts.dataset_tokens:g} is more "
+            "tokens than a number holds.",
+            hint="Give the dataset's real size, e.g. --dataset-tokens 1B --epochs 3.",
+        )
+    return tokens
+
+
 @functools.lru_cache(maxsize=256)
 def _field_hook(cls: type[BaseModel], name: str) -> Hook | None:
     """The check of field ``name`` before pydantic's, read from its annotation once per field
@@ -181,4 +218,4 @@ def _field_hook(cls: type[BaseModel], name: str) -> Hook | None:
     return None
 
 
-__all__ = ["TrainOptions"]
+__all__ = ["TrainOptions", "tokens_to_train"]
