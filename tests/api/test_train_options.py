@@ -68,3 +68,19 @@ def test_steps_past_a_float_count_are_bad_input() -> None:
     with pytest.raises(InputError, match="steps"):
         plan_training(model="llama-3.1-8b", on="8x h100-sxm", steps=10**320)
     assert plan_training(model="llama-3.1-8b", on="8x h100-sxm", steps=2**53).fits
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "rule"),
+    [
+        ("tokens", float("inf"), "finite number"),
+        ("price", float("inf"), "finite number"),
+        ("price", 1e308, "less than or equal to 1000000"),
+        ("epochs", float("inf"), "finite number"),
+    ],
+)
+def test_infinite_amounts_are_bad_input(field: str, value: float, rule: str) -> None:
+    # before: tokens=inf (1e999 on a --queries line) planned 'fits' with time_to_train_s inf
+    # (null in JSON), price=inf or 1e308 a cost of inf: an answer with the number missing
+    with pytest.raises(InputError, match=f"key '{field}' = .*{rule}"):
+        plan_training(model="llama-3.1-8b", on="8x h100-sxm", **{"tokens": 1e9, field: value})

@@ -30,7 +30,7 @@ class TrainOptions(BaseModel):
     """The options of ``rigwise train`` (long option names with ``_``); unknown keys are an
     error naming the key. Counts accept '2T'-style strings."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     model: str
     """Catalog name or HF config.json."""
@@ -138,7 +138,7 @@ class TrainOptions(BaseModel):
     """Let ``objective`` cost/energy leave GPUs idle."""
     goodput: float | None = Field(None, gt=0, le=1)
     """Share of wall time spent training (default 0.9, Llama 3)."""
-    price: float | None = Field(None, ge=0)
+    price: float | None = Field(None, ge=0, le=1_000_000)
     """USD per GPU-hour (default: the catalog's rental price)."""
     power_limit: float | None = Field(None, gt=0)
     """GPU power cap in watts."""

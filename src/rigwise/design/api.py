@@ -21,7 +21,7 @@ from rigwise.validate_input import merged_options, validated
 class BuildOptions(BaseModel):
     """The options of ``rigwise build`` (designer mode)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     model: str
     task: Literal["infer", "serve", "finetune", "train"] = "infer"
