@@ -264,3 +264,15 @@ def test_a_plot_dir_that_cannot_be_written_is_refused_first(
     result = CliRunner().invoke(cli, [*command, "--plot-dir", folder])
     assert result.exit_code == 2 and "cannot write into" in result.stderr
     assert "give a writable folder" in result.stderr and "Traceback" not in result.output
+
+
+def test_an_option_of_another_task_exits_2_and_defaults_do_not_trip_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # before: --method full on an infer build (exit 0) ranked builds with no engine or format
+    code, _, err = run(capsys, "build", "llama-3.1-8b", "--method", "full")
+    assert code == 2
+    assert "--method applies to --task finetune, not --task infer" in err
+    # --concurrency's default is not an option given: a train build still runs
+    code, out, _ = run(capsys, "build", "llama-3.1-8b", "--task", "train", "--top", "1", "--json")
+    assert code in (0, 1) and json.loads(out)["task"] == "train"

@@ -13,3 +13,21 @@ def test_an_infinite_number_is_bad_input(field: str) -> None:
     # before: usd_per_kwh=inf ranked builds with a TCO of inf (null in JSON)
     with pytest.raises(InputError, match=f"key '{field}' = inf: Input should be a finite"):
         design_builds(model="llama-3.1-8b", **{field: float("inf")})
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"method": "full"}, "--method applies to --task finetune, not --task infer"),
+        ({"task": "train", "target_tps": 5}, "--target-tps applies to --task infer or serve"),
+        ({"task": "train", "concurrency": 4}, "--concurrency applies to --task infer or serve"),
+        ({"deadline": "3d"}, "--deadline applies to --task finetune or train, not --task infer"),
+        ({"task": "serve", "tokens": "2B"}, "--tokens applies to --task finetune or train"),
+    ],
+)
+def test_an_option_of_another_task_is_bad_input(options: dict[str, object], message: str) -> None:
+    # before: 'rigwise build llama-3.1-8b --method full' (task infer) ranked every build with
+    # no engine or weight format ('arc-b580 (-)'); --deadline on infer, --target-tps on train
+    # were dropped without a word
+    with pytest.raises(InputError, match=message):
+        design_builds(model="llama-3.1-8b", **options)

@@ -96,7 +96,7 @@ def _print_check(data: dict[str, Any]) -> None:
     help="What the build is for.",
 )
 @click.option("--target-tps", type=float, default=None, help="Decode tokens/s to reach.")
-@click.option("--concurrency", type=int, default=1, help="Concurrent requests (--task serve).")
+@click.option("--concurrency", type=int, default=None, help="Concurrent requests (--task serve).")
 @click.option("--deadline", default=None, help="Training deadline, e.g. 30d.")
 @click.option("--tokens", default=None, help="Training tokens, e.g. 2B.")
 @click.option("--budget", type=float, default=None, help="Purchase budget in USD.")

@@ -123,9 +123,33 @@ def design_request(opts: BuildOptions) -> DesignRequest:
     )
 
 
+# The tasks each task-specific option belongs to (--help says so for each).
+_TASK_OPTIONS = {
+    "method": ("finetune",),
+    "target_tps": ("infer", "serve"),
+    "concurrency": ("infer", "serve"),
+    "deadline": ("finetune", "train"),
+    "tokens": ("finetune", "train"),
+}
+
+
+def check_task_options(opts: BuildOptions) -> None:
+    """``InputError`` for an option of another task: it was dropped without a word (--deadline
+    on an inference build), or worse, --method on one planned every build with no engine or
+    weight format."""
+    for name, tasks in _TASK_OPTIONS.items():
+        if name in opts.model_fields_set and opts.task not in tasks:
+            flag = f"--{name.replace('_', '-')}"
+            raise InputError(
+                f"{flag} applies to --task {' or '.join(tasks)}, not --task {opts.task}.",
+                hint=f"Drop {flag}, or add --task {tasks[0]}.",
+            )
+
+
 def design_builds(options: BuildOptions | None = None, /, **fields: object) -> Design:
     """Ranked builds for the options (a ``BuildOptions``, or its fields as keywords; keywords
-    override); bad values raise ``InputError`` naming the option."""
+    override); bad values, and options of another task, raise ``InputError`` naming the option."""
     given = merged_options(options, fields)
     opts = validated(BuildOptions, given, "Bad build options", "See `rigwise build --help`.")
+    check_task_options(opts)
     return design(design_request(opts))
