@@ -99,6 +99,8 @@ def test_rig_file_attacks_exit_2(tmp_path: Path, text: str) -> None:
         # before: exit 0 with one 32 GB module (true read as 1)
         ("count: 4", "count: true", "key 'ram.count' = True: Value error, true is not a number"),
         ("slots: [1, 5]", "slots: [true, 5]", "key 'gpus.0.slots': Value error, 0 = true is"),
+        # before: exit 1 with the GPU gone (no lanes, no power, not in the parts list)
+        ("slots: [1, 5]", "slots: []", "key 'gpus.0.slots': List should have at least 1 item"),
         # before: exit 0, the second 'cpu:' silently replaced the first
         ("cpu: epyc-7302p", "cpu: epyc-7302p\ncpu: epyc-7302p", "duplicate key 'cpu'"),
     ],

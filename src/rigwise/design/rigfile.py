@@ -66,7 +66,7 @@ class PsuSpec(_Model):
 class GpuSpec(_Model):
     name: _Name
     slot: int | None = Field(default=None, ge=0, le=_MAX_ITEMS)
-    slots: list[int] | None = Field(default=None, max_length=_MAX_ITEMS)
+    slots: list[int] | None = Field(default=None, min_length=1, max_length=_MAX_ITEMS)
     riser: str | None = None
     water_block: bool = False
     power_limit_w: float | None = Field(default=None, gt=0, le=_MAX_WATTS)
