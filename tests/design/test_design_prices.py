@@ -159,3 +159,23 @@ def test_a_trailing_empty_column_imports_unless_it_holds_a_value(store: Path) ->
     lost.write_text(HEADER.strip() + ",\ngpu,rtx-4090,used,1500,2026-10-01,listings,VAT 20%\n")
     result = CliRunner().invoke(cli, ["prices", "import", str(lost)])
     assert result.exit_code == 2 and "'VAT 20%' is under a column without a name" in result.stderr
+
+
+def test_a_part_resolves_to_its_catalog_id_or_is_refused(store: Path) -> None:
+    # before: 'part,psu-corsair-hx1500i,...' (docs/build.md's own example) imported, and no
+    # build ever looked it up: the id is corsair-hx1500i-2023; a typo was kept the same way
+    good = store / "good.csv"
+    good.write_text(HEADER + "part,HX1500i,new,380,2026-11-20,shop quote\n")
+    assert [r.id for r in import_prices(good)] == ["corsair-hx1500i-2023"]
+    bad = store / "bad.csv"
+    bad.write_text(HEADER + "part,psu-corsair-hx1500i,new,380,2026-11-20,shop quote\n")
+    with pytest.raises(UnknownNameError, match="Did you mean: corsair-hx1500i-2023"):
+        import_prices(bad)
+
+
+def test_a_bad_row_after_blank_lines_is_named_by_its_line(store: Path) -> None:
+    # before: 'line 2' for the fourth line (the blank lines were not counted)
+    bad = store / "bad.csv"
+    bad.write_text(HEADER + "\n\ngpu,rtx-3090,used,0,2026-11-01,x\n")
+    with pytest.raises(InputError, match=r"bad\.csv, line 4: key 'usd'"):
+        import_prices(bad)

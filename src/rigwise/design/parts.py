@@ -250,6 +250,19 @@ def get_part(kind: str, name: str) -> Any:
     return by_id[part_id]
 
 
+def part_id(name: str) -> str:
+    """The id of the part ``name`` names (id, name or alias) in any parts file, for a row that
+    names a part without its kind (a user price); ``UnknownNameError`` otherwise."""
+    by_id: dict[str, Any] = {}
+    aliases: dict[str, str] = {}
+    for kind in (*_LOADERS, *_KIND_LABEL):
+        ids, table = _index(kind)
+        by_id.update(ids)
+        for key, value in table.items():
+            aliases.setdefault(key, value)
+    return resolve(name, aliases, "part", by_id)
+
+
 @functools.cache
 def rules() -> dict[str, float]:
     """Thresholds from build_rules.csv (PSU headroom, RAM/VRAM ratios, defaults)."""

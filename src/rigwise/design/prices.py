@@ -2,7 +2,7 @@
 
 The user's prices live in ``prices.csv`` in rigwise's user data dir (the one ``rigwise bench``
 keeps its calibrations in: ``$RIGWISE_DATA_DIR``, else platformdirs' user data dir). A row names
-a catalog GPU (``kind`` gpu) or a parts-catalog part (``kind`` part, by its id) and a condition:
+a catalog GPU (``kind`` gpu) or a parts-catalog part (``kind`` part, id or name) and a condition:
 ``new`` or ``used`` (USD per unit) or ``rent`` (USD per hour, GPUs only). An import adds rows and
 replaces older rows of the same kind, id and condition; the builds then price with them, dated
 and sourced as given. Columns: docs/build.md and catalog/SCHEMA.md ("User price files").
@@ -102,8 +102,9 @@ def _read_rows(text: str, where: str) -> list[UserPrice]:
             hint=f"The header must be: {','.join(COLUMNS)}",
         )
     rows = []
-    for number, raw in enumerate(reader, start=2):
-        if number > MAX_ROWS + 1:
+    for count, raw in enumerate(reader, start=1):
+        number = reader.line_num  # the file's line: blank lines are skipped, not counted
+        if count > MAX_ROWS:
             raise InputError(f"{where}: more than {MAX_ROWS} rows.", hint="Split the file.")
         if raw.get(None):  # csv puts the fields past the header's under None: they were lost
             raise InputError(
@@ -133,7 +134,9 @@ def _read_rows(text: str, where: str) -> list[UserPrice]:
 
 
 def _check_ids(rows: list[UserPrice]) -> list[UserPrice]:
-    """GPU ids are resolved through the catalog (names as people type them work too)."""
+    """GPU ids are resolved through the catalog, part ids through the parts files (names as
+    people type them work too): a price under a name no build looks up was never used."""
+    from rigwise.design.parts import part_id
     from rigwise.hardware import get_accelerator
 
     checked = []
@@ -142,6 +145,8 @@ def _check_ids(rows: list[UserPrice]) -> list[UserPrice]:
             row = replace(row, id=get_accelerator(row.id).id)
         elif row.condition == "rent":
             raise InputError(f"Part {row.id!r}: 'rent' applies to GPUs only.", hint="Use new/used.")
+        else:
+            row = replace(row, id=part_id(row.id))
         checked.append(row)
     return checked
 
