@@ -92,3 +92,22 @@ def test_a_llama_bench_csv_rate_is_a_plain_number(avg_ts: str) -> None:
     with pytest.raises(InputError, match=re.escape(f"llama-bench test 2: avg_ts = '{avg_ts}'")):
         parse(text)
     assert parse("n_prompt,n_gen,avg_ts\n0,128,1.305e2\n")[1][0].tokens_per_s == 130.5
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        # before: stored nothing for decode with a 300-digit rate in the reason, exit 0
+        ("eval rate: 1e300 tokens/s", "Ollama eval rate = '1e300' is over 1,000,000,000 tokens/s"),
+        # before: the prefill was refused with the planner's 'Bad option: key 'gen' ...
+        # See `rigwise infer --help`', exit 0
+        ("n_prompt,n_gen,avg_ts\n0,99999999999,50", "n_gen = '99999999999' is over 10,000,000"),
+        (
+            "prompt eval count: 0 token(s)\nprompt eval rate: 211 tokens/s",
+            "Ollama prompt eval count = '0' under a prompt rate",
+        ),
+    ],
+)
+def test_a_count_or_rate_past_any_run_is_bad_input(text: str, says: str) -> None:
+    with pytest.raises(InputError, match=re.escape(says)):
+        parse(text + "\n")

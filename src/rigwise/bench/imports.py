@@ -83,16 +83,27 @@ def quant_from_model_type(text: str) -> str:
 _UNEDITED = "Give the file llama-bench wrote (`llama-bench -o json` or -o csv), unedited."
 
 
+# Past any real run, so a number beyond is a damaged file: a rate no device reaches, and a
+# test longer than the longest context (10M tokens; the planner plans up to 10^8 with the +1).
+_MOST_TOKENS_PER_S = 1e9
+_MOST_TOKENS = 10_000_000
+
+
 def _number(value: object, where: str, whole: bool = False, hint: str = _UNEDITED) -> float:
-    """A count or rate from the file: a finite number >= 0 (a whole one for token counts), or
-    an InputError naming where it is; a missing or empty value is 0."""
+    """A count or rate from the file: a finite number >= 0 (a whole one for token counts) up
+    to the bound above, or an InputError naming where it is; a missing or empty value is 0."""
     try:
         number = plain_number(value) if value not in (None, "") else 0.0  # not '1_000', 'inf'
     except ValueError:
         number = math.nan
+    shown = shown_value(str(value), 40)
     if not math.isfinite(number) or number < 0 or (whole and number != int(number)):
         kind = "a whole number >= 0" if whole else "a finite number >= 0"
-        raise InputError(f"{where} = {shown_value(str(value), 40)} is not {kind}.", hint=hint)
+        raise InputError(f"{where} = {shown} is not {kind}.", hint=hint)
+    most = _MOST_TOKENS if whole else _MOST_TOKENS_PER_S
+    if number > most:
+        unit = "tokens" if whole else "tokens/s"
+        raise InputError(f"{where} = {shown} is over {most:,.0f} {unit}, past any run.", hint=hint)
     return number
 
 
@@ -134,6 +145,8 @@ def parse(text: str) -> tuple[str, list[Rate]]:
         rates = []
         if found.get("prompt eval rate"):
             prompt = int(found.get("prompt eval count", 512))
+            if prompt == 0:  # a rate of no tokens: the file was edited
+                raise InputError("Ollama prompt eval count = '0' under a prompt rate.", hint=ollama)
             rates.append(Rate("prefill", prompt, found["prompt eval rate"]))
         if found.get("eval rate"):
             rates.append(Rate("decode", 128, found["eval rate"]))
