@@ -114,3 +114,14 @@ def test_a_bool_for_a_number_or_a_duplicate_key_is_named(
     path.write_text(text.replace(old, new, 1), encoding="utf-8")
     result = CliRunner().invoke(cli, ["rig", "check", str(path)])
     assert result.exit_code == 2 and says in result.stderr
+
+
+def test_a_power_limit_the_card_refuses_is_named(tmp_path: Path) -> None:
+    # before: exit 0 'ok': 'power_limit_w: 1' planned each card at 1 W (load 186 W at
+    # the wall instead of 928 W), passing every PSU, connector and circuit check
+    text = (Path(__file__).parents[2] / "examples/rigs/good-2x-3090-nvlink.yaml").read_text()
+    path = tmp_path / "rig.yaml"
+    path.write_text(text.replace("slots: [1, 5]}", "slots: [1, 5], power_limit_w: 1}"))
+    result = CliRunner().invoke(cli, ["rig", "check", str(path)])
+    assert result.exit_code == 2
+    assert "power_limit_w 1 is outside what rtx-3090 accepts: 70-525 W" in result.stderr

@@ -201,10 +201,31 @@ def _default_lookup(name: str) -> Accelerator:
     return result
 
 
+def _check_power_limit(spec: GpuSpec, accelerator: Accelerator) -> None:
+    """A ``power_limit_w`` the card refuses (as ``nvidia-smi -pl`` does) is bad input, as
+    ``--power-limit`` is: planned as the card's draw, 1 W passed every power check."""
+    from dataclasses import replace
+
+    from rigwise.hardware.power_limits import settable_range
+
+    watts = spec.power_limit_w
+    card = replace(accelerator, tdp_watts=spec.tdp_w) if spec.tdp_w else accelerator
+    found = settable_range(card)
+    if watts is None or found is None or found.min_watts <= watts <= found.max_watts:
+        return
+    span = f"{found.min_watts:g}-{found.max_watts:g} W"
+    raise InputError(
+        f"GPU {spec.name!r}: power_limit_w {watts:g} is outside what {accelerator.id} accepts: "
+        f"{span} ({found.basis}).",
+        hint=f"Give power_limit_w within {span}, or leave it out for the stock limit.",
+    )
+
+
 def _place_gpus(specs: list[GpuSpec], lookup: GpuLookup) -> tuple[PlacedGpu, ...]:
     placed: list[PlacedGpu] = []
     for spec in specs:
         accelerator = lookup(spec.name)
+        _check_power_limit(spec, accelerator)
         riser = parts.get_part("risers", spec.riser) if spec.riser else None
         for slot in spec.slots if spec.slots is not None else [spec.slot or 0]:
             width = spec.slot_width or accelerator.slot_width or 2.0
