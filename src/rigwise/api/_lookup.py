@@ -40,6 +40,7 @@ def cached_cluster(
     from rigwise import hardware
 
     if path:
+        _alone_with_cluster(on, nodes, network)
         return hardware.load_cluster_file(path)
     if on == "this-machine":
         from rigwise.api.machine import this_machine
@@ -52,3 +53,20 @@ def cached_cluster(
     if not on:
         raise InputError("No hardware given.", hint=f"Pass --on '{example}' (or --cluster FILE).")
     return hardware.parse_node(on, nodes=nodes, network=network)
+
+
+def _alone_with_cluster(on: str | None, nodes: int, network: str | None) -> None:
+    """The cluster file names the nodes and the network: --on, --nodes or --network beside it
+    were dropped without a word (train then asked for the --network it was given)."""
+    given = [
+        flag
+        for flag, value in (("--on", on), ("--nodes", nodes != 1), ("--network", network))
+        if value
+    ]
+    if given:
+        raise InputError(
+            f"{' and '.join(given)} cannot be combined with --cluster (the file names the nodes "
+            "and the network).",
+            hint="Drop it, or write it in the cluster file: "
+            'nodes: [{on: "2x rtx-4090", count: 2}], network: 10gbe.',
+        )
