@@ -43,6 +43,8 @@ def command(directory: str | None, plot_dir: str | None, rows: bool, as_json: bo
         data["plots"] = [str(p) for p in plots]
         print_json(data)
         return EXIT_OK
+    if not result.comparisons and not (data["finetune_verdicts"] or {}).get("rows"):
+        _say_none_read(directory)
     _print_stats(data["stats"])
     for tool in data["tool_comparisons"]:
         click.echo(
@@ -70,6 +72,16 @@ def command(directory: str | None, plot_dir: str | None, rows: bool, as_json: bo
     for path in plots:
         click.echo(f"plot: {path}")
     return EXIT_OK
+
+
+def _say_none_read(directory: str | None) -> None:
+    """A folder without the published-run files printed nothing at all (exit 0)."""
+    from rigwise.validation.training import DATA_DIR
+
+    click.echo(
+        f"no training rows read from {directory}: it holds none of the published-run CSVs "
+        f"rigwise reads (named as those in {DATA_DIR})."
+    )
 
 
 def _print_stats(stats: list[dict[str, Any]]) -> None:
