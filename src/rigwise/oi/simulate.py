@@ -19,6 +19,7 @@ from rigwise.oi.interlocks import FAULT_ALARMS
 from rigwise.oi.plant import SimPlant
 from rigwise.oi.simdevices import SENSOR_RANGES, SimHeater, SimPump, SimSensor
 from rigwise.oi.store import Store
+from rigwise.units import format_seconds
 
 MAX_DAYS = 365.0
 # The accelerated simulation's control period. The real loop (`oi run`) defaults to 10 s; 60 s
@@ -103,22 +104,27 @@ def _check(
 ) -> None:
     if not 0 < days <= MAX_DAYS:
         raise InputError(f"--days {days:g} is out of range.", hint=f"Use 0 < days <= {MAX_DAYS:g}.")
+    # Times are said as people write them ('400 d', not '3.456e+07s').
     if not 1.0 <= period_s <= 3600.0:
-        raise InputError(f"--period {period_s:g}s is out of range.", hint="Use 1s to 1h.")
+        raise InputError(
+            f"--period {format_seconds(period_s)} is out of range.", hint="Use 1s to 1h."
+        )
     end_s = days * 86400.0
     for a in acks:
         if a < 0:
-            raise InputError(f"Ack time {a:g}s is negative.", hint="Give a time like 4d.")
+            raise InputError(
+                f"Ack time {format_seconds(a)} is negative.", hint="Give a time like 4d."
+            )
         if a >= end_s:
             raise InputError(
-                f"Ack time {a:g}s is after the simulation's end ({days:g} days = {end_s:g}s).",
+                f"Ack time {format_seconds(a)} is after the simulation's end ({days:g} d).",
                 hint=f"Give a time before {days:g}d, or simulate more --days.",
             )
     for fault in faults:
         if fault.start_s >= end_s:
             raise InputError(
-                f"Fault {fault.label()} starts after the simulation's end "
-                f"({days:g} days = {end_s:g}s): it would never happen.",
+                f"Fault {fault.kind.value}:{fault.device} at {format_seconds(fault.start_s)} "
+                f"starts after the simulation's end ({days:g} d): it would never happen.",
                 hint=f"Give a start before {days:g}d, or simulate more --days.",
             )
 
