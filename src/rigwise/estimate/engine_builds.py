@@ -14,6 +14,10 @@ A plan may name the build it models (``engine_build``, YYYY-MM or YYYY-MM-DD); t
   pays its whole tile's MMAs (``estimate.gemm_tiles``).
 - ``decode_gemm_tile_sm_flops``: one SM's measured rate on that tile (a kernel timing), used
   instead of the dense peak's share per SM.
+- ``decode_moe_unoverlapped``: the fused MoE kernel's default config (vLLM before PR #34846) let
+  the experts' weight streaming and MMAs overlap only partly: a serving step's expert kernel
+  takes the longer of its byte and FLOP times plus this share of the shorter
+  (``inference_moe.partly_overlapped``).
 """
 
 from __future__ import annotations
@@ -26,6 +30,9 @@ from dataclasses import dataclass
 from rigwise.catalog.loader import read_csv
 from rigwise.catalog.match import specificity
 from rigwise.errors import CatalogError, InputError
+from rigwise.estimate.engine_overheads import device_class
+from rigwise.estimate.engine_rules import compute_capability
+from rigwise.hardware import Accelerator
 
 _DATE = re.compile(r"^([0-9]{4})-([0-9]{2})(?:-([0-9]{2}))?$")
 DEQUANT_GEMM = "prefill_dequant_fp16_gemm"
@@ -33,6 +40,7 @@ SPEED_SCALE = "prefill_speed_scale"
 TILE_M = "decode_gemm_tile_m"
 TILE_N = "decode_gemm_tile_n"
 TILE_SM_FLOPS = "decode_gemm_tile_sm_flops"
+MOE_UNOVERLAPPED = "decode_moe_unoverlapped"
 
 
 @dataclass(frozen=True)
@@ -43,6 +51,7 @@ class BuildEffects:
     prefill_speed_scale: float = 1.0
     decode_gemm_tile: tuple[int, int] | None = None  # (rows, columns) of the one GEMM tile
     decode_gemm_tile_sm_flops: float | None = None  # one SM's measured rate on that tile
+    moe_unoverlapped: float = 0.0  # share of the expert kernel's shorter side not overlapped
     sources: tuple[str, ...] = ()
 
 
@@ -91,10 +100,17 @@ def build_effects(
         held = best.get(row["effect"])
         if held is None or score > held[0]:
             best[row["effect"]] = (score, row)
-    unknown = set(best) - {DEQUANT_GEMM, SPEED_SCALE, TILE_M, TILE_N, TILE_SM_FLOPS}
+    unknown = set(best) - {
+        DEQUANT_GEMM,
+        SPEED_SCALE,
+        TILE_M,
+        TILE_N,
+        TILE_SM_FLOPS,
+        MOE_UNOVERLAPPED,
+    }
     if unknown:
         raise CatalogError(f"engine_builds.csv: unknown effect(s) {', '.join(sorted(unknown))}.")
-    scale, sm_rate = best.get(SPEED_SCALE), best.get(TILE_SM_FLOPS)
+    scale, sm_rate, moe = best.get(SPEED_SCALE), best.get(TILE_SM_FLOPS), best.get(MOE_UNOVERLAPPED)
     tile_m, tile_n = best.get(TILE_M), best.get(TILE_N)
     if (tile_m is None) != (tile_n is None):
         raise CatalogError(f"engine_builds.csv: {TILE_M} and {TILE_N} come as a pair.")
@@ -105,5 +121,14 @@ def build_effects(
             (int(tile_m[1]["value"]), int(tile_n[1]["value"])) if tile_m and tile_n else None
         ),
         decode_gemm_tile_sm_flops=float(sm_rate[1]["value"]) if sm_rate else None,
+        moe_unoverlapped=float(moe[1]["value"]) if moe else 0.0,
         sources=tuple(row["source"] for _, row in best.values()),
     )
+
+
+def effects_on(
+    engine: str, accelerator: Accelerator, quant: str, build: str | None
+) -> BuildEffects:
+    """``build_effects`` for a plan's device: its class and compute capability."""
+    capability = compute_capability(accelerator.id) if build else None
+    return build_effects(engine, device_class(accelerator), quant, build, capability)

@@ -21,9 +21,8 @@ from rigwise.estimate import comms
 from rigwise.estimate.collective_latency import collective_link
 from rigwise.estimate.dequant import extra_traffic_ratio
 from rigwise.estimate.elementwise import maximum
-from rigwise.estimate.engine_builds import build_effects
+from rigwise.estimate.engine_builds import effects_on
 from rigwise.estimate.engine_overheads import EngineOverheads, device_class
-from rigwise.estimate.engine_rules import compute_capability
 from rigwise.estimate.gemm_tiles import TileFloor, tile_floor, tiles_beyond_roofline
 from rigwise.estimate.identity_memo import IdentityMemo
 from rigwise.estimate.inference_efficiency import Efficiency, efficiency, peak_flops
@@ -33,6 +32,7 @@ from rigwise.estimate.inference_moe import (
     expert_gemm_factor,
     moe_kernel,
     moe_kernel_seconds,
+    partly_overlapped,
     routed_expert_flops_per_token,
 )
 from rigwise.estimate.inference_stages import Stage
@@ -189,6 +189,7 @@ class _DecodeFactors:
     grouped: float  # grouped-GEMM efficiency of routed experts (0: dense, or one GEMM)
     launch_s: float  # per-layer launch overhead of the stage's layers at the device's clock
     tiles: TileFloor | None = None  # an older build's one-tile dense GEMMs (gemm_tiles)
+    moe_unoverlapped: float = 0.0  # an older build's fused MoE overlap (inference_moe)
 
 
 _FACTORS: IdentityMemo[_DecodeFactors] = IdentityMemo()
@@ -212,6 +213,7 @@ def _looked_up(ctx: Context, stage: Stage) -> _DecodeFactors:
         grouped=moe_kernel(ctx.engine, device_class(acc)).gemm_efficiency if ctx.spec.moe else 0.0,
         launch_s=layers * eff.decode_overhead_per_layer_s * clock_scale(ctx.engine, acc),
         tiles=tile_floor(ctx.engine, ctx.quant, ctx.engine_build, ctx.spec, stage, peak),
+        moe_unoverlapped=effects_on(ctx.engine, acc, ctx.quant, ctx.engine_build).moe_unoverlapped,
     )
 
 
@@ -245,7 +247,9 @@ def decode_stage_parts(
         expert_flops = routed_expert_flops_per_token(ctx.spec)
         gemms = [
             (dense, (matmul - expert_flops) * per_flop),
-            (experts, expert_flops * share / (peak * grouped)),
+            partly_overlapped(
+                experts, expert_flops * share / (peak * grouped), factors.moe_unoverlapped * kernels
+            ),
         ]
     else:
         gemms = [(dense + experts, matmul * per_flop)]
@@ -276,8 +280,7 @@ def prefill_stage_parts(ctx: Context, stage: Stage, prompt: int) -> dict[str, fl
     """Named seconds to process a ``prompt``-token prompt through one stage."""
     eff = efficiency(ctx.engine, stage, ctx.quant, ctx.calibration)
     acc = stage.accelerator
-    capability = compute_capability(acc.id) if ctx.engine_build else None
-    build = build_effects(ctx.engine, device_class(acc), ctx.quant, ctx.engine_build, capability)
+    build = effects_on(ctx.engine, acc, ctx.quant, ctx.engine_build)
     gemm = efficiency(ctx.engine, stage, "f16", ctx.calibration) if build.dequant_gemm else eff
     matmul_flops, attention_flops = flops_parts(ctx.spec, max(1, prompt // 2))  # causal: half
     share = stage.layer_fraction / stage.tp

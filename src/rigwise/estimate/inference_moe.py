@@ -82,6 +82,20 @@ def moe_kernel(engine: str, klass: str) -> MoEKernel:
     )
 
 
+def partly_overlapped(moved: Any, worked: Any, unoverlapped: float) -> tuple[Any, Any]:
+    """(bytes seconds, FLOPs seconds) of the routed experts' fused kernel when its weight
+    streaming and its MMAs overlap only partly: the longer side grows by ``unoverlapped`` x the
+    shorter, so the kernel's roofline (``inference.kernel_rooflines``) is max + share x min.
+    vLLM's Triton fused_moe default config before PR #34846 (num_warps / num_stages not set;
+    ``engine_builds.csv`` ``decode_moe_unoverlapped``, fitted on PR #24700's kernel timings)
+    ran so; 0 (every current build): unchanged. Floats or arrays."""
+    if not unoverlapped:
+        return moved, worked
+    extra = unoverlapped * minimum(moved, worked)
+    bytes_bound = moved >= worked
+    return moved + extra * bytes_bound, worked + extra * (1 - bytes_bound)
+
+
 def moe_kernel_seconds(spec: ModelSpec, engine: str, stage: Stage, touched: Any) -> Any:
     """GPU time of one decode step's fused MoE blocks on one device of ``stage`` beyond
     streaming the experts' bytes: per MoE layer a fixed cost plus one per routed expert the
