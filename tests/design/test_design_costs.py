@@ -51,3 +51,10 @@ def test_electricity_regions() -> None:
     assert electricity_price(usd_per_kwh=0.5) == 0.5
     with pytest.raises(UnknownNameError):
         electricity_price("atlantis")
+
+
+def test_a_region_reads_as_people_type_it() -> None:
+    # before: 'rigwise build MODEL --region US' said "Unknown electricity region 'US'. Did you
+    # mean: us-california, us, uk?"
+    assert electricity_price("US") == electricity_price("us")
+    assert electricity_price("US California") == electricity_price("us-california")

@@ -6,6 +6,7 @@ import pytest
 
 from rigwise.catalog.loader import read_csv
 from rigwise.design import parts
+from rigwise.design.api import design_builds
 from rigwise.errors import CatalogError, UnknownNameError
 
 PART_FILES = [
@@ -129,3 +130,12 @@ def test_used_price_falls_back_to_new() -> None:
     price = parts.Price(100.0, None, "2025-01", "test")
     assert price.pick(used=True) == 100.0
     assert parts.Price(100.0, 60.0, "2025-01", "t").pick(used=True) == 60.0
+
+
+def test_a_circuit_reads_as_people_type_it() -> None:
+    # before: '--circuit US-120V-15A' (or 'circuit: US-120V-15A' in a rig file) was unknown,
+    # the suggestion its own lower-case spelling
+    assert parts.circuit_id("US-120V-15A") == "us-120v-15a"
+    assert design_builds(model="llama-3.1-8b", circuit="US 120V 15A", top=1).options
+    with pytest.raises(UnknownNameError, match="Unknown circuit 'nope'"):
+        parts.circuit_id("nope")

@@ -306,3 +306,9 @@ def test_megatron_selective_recompute_with_fused_attention_keeps_the_layer() -> 
     layers = 24 * 2 * 2048 * (16 * 4096 + 8 * 10880 + 4 * 32)
     assert stored == pytest.approx(layers + 2 * 2048 * 50304 * 12.0)
     assert per_op.memory_per_gpu.activations_bytes < 0.7 * stored
+
+
+@pytest.mark.parametrize("name", ["Unsloth", "UNSLOTH", "HF Trainer", "hf_trainer"])
+def test_a_framework_reads_as_people_type_it(name: str) -> None:
+    # before: "Unknown framework 'Unsloth'. Use one of: unsloth, ..."
+    assert framework_settings(name, "lora", 1)

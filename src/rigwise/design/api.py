@@ -53,12 +53,7 @@ class BuildOptions(BaseModel):
     def _known_circuit(cls, value: str) -> str:
         from rigwise.design import parts
 
-        known = parts.circuits()
-        if value not in known:
-            from rigwise.errors import closest
-
-            raise ValueError(f"unknown circuit; known: {', '.join(closest(value, known, 3))}")
-        return value
+        return parts.circuit_id(value)  # as people type it: 'US-120V-15A' is us-120v-15a
 
     @field_validator("deadline", "tokens")
     @classmethod

@@ -17,7 +17,6 @@ from typing import Any
 
 from rigwise.design import parts
 from rigwise.design.rigfile import Rig
-from rigwise.errors import UnknownNameError, closest
 from rigwise.hardware import Accelerator
 from rigwise.serialize import JsonObject
 
@@ -121,11 +120,8 @@ def _mine(part: Any) -> parts.Price:
 def electricity_price(region: str | None = None, usd_per_kwh: float | None = None) -> float:
     if usd_per_kwh is not None:
         return usd_per_kwh
-    table = parts.electricity_prices()
-    key = region or "us"
-    if key not in table:
-        raise UnknownNameError("electricity region", key, closest(key, table))
-    return float(table[key]["usd_per_kwh"])
+    key = parts.region_id(region) if region else "us"
+    return float(parts.electricity_prices()[key]["usd_per_kwh"])
 
 
 @dataclass(frozen=True)

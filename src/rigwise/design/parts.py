@@ -281,6 +281,20 @@ def circuits() -> dict[str, dict[str, str]]:
     return {row["id"]: row for row in read_csv("parts/circuits.csv")}
 
 
+def circuit_id(name: str) -> str:
+    """The circuits.csv id ``name`` stands for, as people type it ('US-120V-15A')."""
+    return _table_id(name, circuits(), "circuit")
+
+
+def region_id(name: str) -> str:
+    """The electricity_prices.csv region ``name`` stands for ('US' -> us)."""
+    return _table_id(name, electricity_prices(), "electricity region")
+
+
+def _table_id(name: str, table: Mapping[str, object], kind: str) -> str:
+    return resolve(name, {normalize(key): key for key in table}, kind, table)
+
+
 @functools.cache
 def connector_specs() -> dict[str, dict[str, str]]:
     return {row["id"]: row for row in read_csv("parts/power_connectors.csv")}

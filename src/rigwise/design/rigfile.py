@@ -247,11 +247,7 @@ def _place_gpus(specs: list[GpuSpec], lookup: GpuLookup) -> tuple[PlacedGpu, ...
 def resolve_rig(rig_file: RigFile, gpu_lookup: GpuLookup | None = None) -> Rig:
     """Resolve every name; unknown names raise UnknownNameError with suggestions."""
     lookup = gpu_lookup or _default_lookup
-    circuits = parts.circuits()
-    if rig_file.circuit not in circuits:
-        from rigwise.errors import UnknownNameError, closest
-
-        raise UnknownNameError("circuit", rig_file.circuit, closest(rig_file.circuit, circuits))
+    circuit = parts.circuit_id(rig_file.circuit)
     return Rig(
         name=rig_file.name,
         motherboard=parts.get_part("motherboard", rig_file.motherboard),
@@ -263,7 +259,7 @@ def resolve_rig(rig_file: RigFile, gpu_lookup: GpuLookup | None = None) -> Rig:
         psu_count=rig_file.psu.count,
         case=parts.get_part("case", rig_file.case) if rig_file.case else None,
         cooling=tuple(parts.get_part("cooling", c) for c in rig_file.cooling),
-        circuit=circuits[rig_file.circuit],
+        circuit=parts.circuits()[circuit],
         task=rig_file.task,
         used=rig_file.used,
         gpus=_place_gpus(rig_file.gpus, lookup),

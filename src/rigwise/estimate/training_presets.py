@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rigwise.catalog.loader import read_yaml
+from rigwise.catalog.names import normalize
 from rigwise.errors import CatalogError, InputError, closest
 
 FILE = "training_frameworks.yaml"
@@ -31,10 +32,13 @@ def frameworks() -> tuple[str, ...]:
 
 def _entry(name: str) -> Mapping[str, Any]:
     table = _table()
-    if name not in table:
+    found_name = {normalize(key): key for key in table}.get(
+        normalize(name)
+    )  # 'Unsloth', 'HF Trainer'
+    if found_name is None:
         hint = ", ".join(closest(name, list(table))) or ", ".join(table)
         raise InputError(f"Unknown framework {name!r}.", hint=f"Use one of: {hint}.")
-    entry = table[name]
+    entry = table[found_name]
     for key in ("source", "retrieved", "settings"):
         if key not in entry:
             raise CatalogError(f"{FILE}: framework {name!r} has no {key!r}.")
