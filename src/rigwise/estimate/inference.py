@@ -6,10 +6,9 @@ overhead and communication. Decode at batch 1 is memory-bound: every active weig
 cache are read once per token (Pope et al. 2022, "Efficiently Scaling Transformer Inference",
 Sec. 2). Prefill is compute-bound: ``flops_per_token`` over the prompt (Kaplan et al. 2020).
 Layer split runs stages in turn, so their times add; tensor parallel pays two all-reduces of
-the hidden state per layer (Shoeybi et al. 2019, Megatron-LM Sec. 3). The fraction of the peak
-reached is data (``efficiency_inference.csv``), per engine x device class x quant kernel
-(``estimate.inference_efficiency``); the batched and MoE parts live in their own modules.
-"""
+the hidden state per layer (Shoeybi et al. 2019, Megatron-LM Sec. 3). The share of the peak
+reached is data per engine x device class x quant kernel (``estimate.inference_efficiency``).
+The batched and MoE parts live in their own modules."""
 
 from __future__ import annotations
 
