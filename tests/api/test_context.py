@@ -6,6 +6,7 @@ import pytest
 
 from rigwise.api.context import largest_context, plan_max_context
 from rigwise.api.infer import plan_inference
+from rigwise.errors import InputError
 from rigwise.models import load_model
 
 
@@ -59,3 +60,12 @@ def test_largest_context_inverts_the_kv_size(context: int) -> None:
 def test_plan_max_context_is_zero_without_room_for_the_weights() -> None:
     plan = plan_inference(model="llama-3.1-70b", on="rtx-3090", levers=False)
     assert plan_max_context(plan, load_model("llama-3.1-70b")) == 0
+
+
+def test_prompt_max_with_a_context_given_is_bad_input() -> None:
+    # before: '--prompt max --context 1000' planned a 130,944-token prompt in a 131,072-token
+    # context, the --context 1000 given dropped without a word
+    with pytest.raises(InputError, match="--context 1000 cannot be combined with it"):
+        plan_inference(model="llama-3.1-8b", on="rtx-4090", prompt="max", context=1000)
+    both = plan_inference(model="llama-3.1-8b", on="rtx-4090", prompt="max", context="max")
+    assert both.workload.context == 131_072  # both 'max' still plan

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from rigwise.catalog.loader import read_csv
-from rigwise.errors import RigwiseError
+from rigwise.errors import InputError, RigwiseError
 from rigwise.models import ModelSpec
 from rigwise.plans import InferencePlan
 
@@ -151,6 +151,14 @@ def resolve_max(
     options: OptionFields, replan: Replan, spec: ModelSpec
 ) -> tuple[dict[str, object], int, tuple[ContextStep, ...]]:
     """Options with ``context``/``prompt`` = 'max' replaced by the largest that fits."""
+    context = options.get("context")
+    if options.get("prompt") == MAX and context not in (None, MAX):
+        # the prompt fills the largest context that fits: a context given too was dropped
+        raise InputError(
+            f"--prompt max fills the largest context that fits; --context {context} cannot "
+            "be combined with it.",
+            hint="Drop --context, or give --prompt N to plan a prompt within that context.",
+        )
     gen = _whole(options.get("gen", 128))
     plan = replan({**options, **_PROBE})
     reach = plan_max_context(plan, spec)
