@@ -10,9 +10,12 @@ from rigwise.api.train_options import TrainOptions
 from rigwise.errors import InputError
 
 
-@pytest.mark.parametrize(("field", "value"), [("seq", "-5"), ("global_batch", "abc")])
+@pytest.mark.parametrize(
+    ("field", "value"), [("seq", "-5"), ("global_batch", "abc"), ("global_batch", "max")]
+)
 def test_bad_counts_name_the_option(field: str, value: str) -> None:
-    # before: "Cannot read count '-5'. Write it like '2T'." without the option's name
+    # before: "Cannot read count '-5'. Write it like '2T'." without the option's name;
+    # global_batch 'max' (only seq has one): "Input should be a valid integer, unable to parse"
     with pytest.raises(ValidationError) as caught:
         TrainOptions.model_validate({"model": "llama-3.1-8b", field: value})
     error = caught.value.errors()[0]

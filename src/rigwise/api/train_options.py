@@ -153,9 +153,9 @@ class TrainOptions(BaseModel):
 
     @field_validator("seq", "global_batch", "steps", mode="before")
     @classmethod
-    def _int_counts(cls, value: object) -> object:
-        if isinstance(value, str) and value.strip().lower() == "max":
-            return "max"
+    def _int_counts(cls, value: object, info: ValidationInfo) -> object:
+        if info.field_name == "seq" and isinstance(value, str) and value.strip().lower() == "max":
+            return "max"  # only seq has a 'max'; the others say what to write
         return whole_count(value, "2048 or 4k") if isinstance(value, str) else value
 
     @field_validator("seq")
