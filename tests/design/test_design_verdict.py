@@ -44,3 +44,11 @@ def test_gpus_by_vendor_lists_cpus_and_socs() -> None:
     out = CliRunner().invoke(cli, ["gpus", "--vendor", "raspberrypi", "--json"]).output
     ids = [d["id"] for d in json.loads(out)["devices"]]
     assert "raspberry-pi-cm5-8gb" in ids
+
+
+def test_a_device_that_is_not_a_gpu_gets_no_verdict() -> None:
+    # before: 'rigwise gpu epyc-9654 --verdict' said 'good for chat, serve, finetune, train'
+    # with no reason at all: no rule speaks to a CPU, and none was read as 'good'
+    result = CliRunner().invoke(cli, ["gpu", "epyc-9654", "--verdict", "--json"])
+    assert result.exit_code == 2
+    assert "is a CPU (no verdict rule speaks to it)" in json.loads(result.output)["error"]

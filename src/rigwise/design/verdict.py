@@ -14,10 +14,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from rigwise.catalog.loader import read_csv
+from rigwise.errors import InputError
 from rigwise.hardware import Accelerator
 from rigwise.serialize import JsonObject
 
 USES = ("chat", "serve", "finetune", "train")
+_KIND_WORDS = {
+    "cpu": "a CPU",
+    "unified": "a unified-memory machine",
+    "tpu": "a TPU",
+    "npu": "an NPU",
+}
 _ORDER = {"good": 0, "caution": 1, "bad": 2}
 
 
@@ -80,11 +87,19 @@ def _matches(row: Mapping[str, str], device: Accelerator, values: Mapping[str, A
 
 
 def verdict(device: Accelerator) -> Verdict:
-    """The verdict rules that apply to ``device``, per use."""
+    """The verdict rules that apply to ``device``, per use; ``InputError`` for a device that is
+    not a GPU: no rule speaks to one, and no rule is no reason to call it good for training."""
+    if device.kind != "gpu":
+        raise InputError(
+            f"--verdict rates GPUs; {device.id} is {_KIND_WORDS.get(device.kind, device.kind)} "
+            "(no verdict rule speaks to it).",
+            hint=f"See its fields with `rigwise gpu {device.id}`, or plan a model on it with "
+            f"`rigwise infer MODEL --on {device.id}`.",
+        )
     values = metrics(device)
     reasons: dict[str, list[Reason]] = {use: [] for use in USES}
     for row in read_csv("gpu_verdict_rules.csv"):
-        if device.kind not in ("gpu",) or not _matches(row, device, values):
+        if not _matches(row, device, values):
             continue
         reason = Reason(row["rule"], row["severity"], row["reason"], row["source"])
         for use in row["uses"].split(";"):
