@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rigwise.design.clusters import pooled_memory_answer
-from rigwise.errors import UnknownNameError
+from rigwise.errors import InputError, UnknownNameError
 
 GOOD = dict(model="llama-3.1-8b", on="rtx-4090", nodes=2, network="10gbe")
 
@@ -32,3 +32,9 @@ def test_a_wrong_name_is_bad_input_naming_it(change: dict[str, str], kind: str) 
 def test_good_names_still_answer() -> None:
     answer = pooled_memory_answer("llama-3.1-8b", "rtx-4090", 2, "10gbe", reference="h100")
     assert answer.single.fits and answer.pooled.fits and answer.reference is not None
+
+
+def test_a_pool_of_one_node_is_bad_input() -> None:
+    # before: 'One rtx-4090: does not fit; 1 of them over None: does not fit. Pooling adds ...'
+    with pytest.raises(InputError, match="--nodes 1 is one machine, not a pool"):
+        pooled_memory_answer("llama-3.1-70b", "rtx-4090", 1, "10gbe")

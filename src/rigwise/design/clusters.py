@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rigwise.design.planner import Estimate, Planner, rigwise_planner
+from rigwise.errors import InputError
 from rigwise.serialize import JsonObject
 
 
@@ -115,6 +116,12 @@ def pooled_memory_answer(
     from rigwise.hardware.nodes import check_cluster_size
 
     check_cluster_size(nodes, 0)  # a pool of 0 or -3 nodes is bad input, not an answer
+    if nodes == 1:  # the answer compared one machine with itself 'over None'
+        raise InputError(
+            "--nodes 1 is one machine, not a pool: the question compares a pool of 2 or more "
+            "with one.",
+            hint=f"Use --nodes 2 or more, or `rigwise infer {model} --on '{on}'` for one machine.",
+        )
     _check_names(model, on, nodes, network, reference, quant)
     plan = planner or rigwise_planner()
     single = _case(plan, model, on, 1, None, quant)
