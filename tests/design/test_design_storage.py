@@ -34,3 +34,9 @@ def test_bad_level_and_too_big() -> None:
     with pytest.raises(InputError):
         plan_storage(1e12, 1e6, level="raid5")
     assert not plan_storage(1e16, 1e6, level="raid6", max_disks=8).fits
+
+
+def test_an_empty_dataset_is_bad_input() -> None:
+    # before: 'rigwise build - --nas-dataset 0TB' sized a 6-disk raid6 array of 80 TB, exit 0
+    with pytest.raises(InputError, match="no dataset to store"):
+        plan_storage(0.0, 1e9)

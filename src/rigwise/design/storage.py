@@ -57,6 +57,11 @@ def plan_storage(
     """Fewest disks of ``drive`` in ``level`` holding the dataset at the read rate."""
     if level not in ("raid10", "raid6"):
         raise InputError(f"Unknown RAID level {level!r}.", hint="Use raid10 or raid6.")
+    if not dataset_bytes > 0:  # '0TB' sized a 6-disk array for nothing
+        raise InputError(
+            f"--nas-dataset of {dataset_bytes:g} bytes is no dataset to store.",
+            hint="Give its size, e.g. --nas-dataset 40TB.",
+        )
     part = parts.get_part("storage", drive)
     capacity = part.number("capacity_tb") * 1e12
     per_disk = part.number("seq_read_mb_s") * 1e6
