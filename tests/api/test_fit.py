@@ -129,3 +129,19 @@ def test_an_nvl72_node_runs_models_as_tp8_replicas() -> None:
     by_name = {m.model: m for m in report.models}
     assert by_name["llama-3.1-70b"].status == "runs"
     assert sum(m.status == "runs" for m in report.models) > 40
+
+
+@pytest.mark.parametrize(
+    ("options", "says"),
+    [
+        ({"engine": "mlx"}, "--engine mlx does not run on rtx-4090"),
+        ({"context": 16}, "--context 16 cannot hold the 512-token prompt"),
+    ],
+)
+def test_when_every_plan_is_bad_input_the_reason_is_said(
+    options: dict[str, object], says: str
+) -> None:
+    # before: 'rtx-4090 (mlx, context 4,096): 0 of 0 models run' (exit 1), no reason given:
+    # every quant of every model was refused and dropped
+    with pytest.raises(InputError, match=says):
+        fit_models(on="rtx-4090", **options)  # type: ignore[arg-type]

@@ -275,17 +275,7 @@ def fit_models(
         "context": context,
         "levers": False,
     }
-    uses = model_uses()
-    fits: list[ModelFit] = []
-    for spec in catalog_models():
-        tagged = uses.get(spec.name, _Use(("text",), "BF16"))
-        if (use is None and "benchmark" in tagged.uses and not benchmarks) or (
-            use is not None and use not in tagged.uses
-        ):
-            continue
-        row = fit_model(plan_inference, spec, tagged, base, min_tps)
-        if row is not None:
-            fits.append(row)
+    fits = _fit_all(plan_inference, base, use, benchmarks, min_tps)
     return FitReport(
         hardware=_describe(hardware),
         engine=chosen_engine,
@@ -296,6 +286,31 @@ def fit_models(
         notes=_notes(hardware, use, fits),
         seconds=time.perf_counter() - started,
     )
+
+
+def _fit_all(
+    plan: Planner, base: PlanFields, use: str | None, benchmarks: bool, min_tps: float | None
+) -> list[ModelFit]:
+    """The row of every catalog model ``use`` and ``benchmarks`` keep."""
+    uses = model_uses()
+    fits: list[ModelFit] = []
+    tried: list[str] = []
+    for spec in catalog_models():
+        tagged = uses.get(spec.name, _Use(("text",), "BF16"))
+        if (use is None and "benchmark" in tagged.uses and not benchmarks) or (
+            use is not None and use not in tagged.uses
+        ):
+            continue
+        tried.append(spec.name)
+        row = fit_model(plan, spec, tagged, base, min_tps)
+        if row is not None:
+            fits.append(row)
+    if tried and not fits:
+        # Every quant of every model was refused as bad input ('0 of 0 models run'): an engine
+        # that does not run on this hardware, a context shorter than the prompt. The plan of
+        # the first model says why, as `rigwise infer` does.
+        plan(**base, model=tried[0])
+    return fits
 
 
 def _describe(hardware: str) -> str:
