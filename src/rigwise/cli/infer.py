@@ -148,6 +148,8 @@ def infer(
     """Will MODEL run on the hardware, and how fast? Exit 1 when it does not fit."""
     from rigwise.api.infer import InferencePlan  # (with its JSON's finish registered)
 
+    if kwargs.get("search") and fields is not None:  # before the paths are read as a plan's
+        fail("--fields picks from one plan's JSON: not with --search.")
     selected = fields_of(fields, InferencePlan, "infer", as_json=as_json, queries=bool(queries))
     if queries:
         return run_queries(queries, selected)
@@ -163,8 +165,6 @@ def infer(
     options = _options(model=model, **apply_rig(kwargs))
     if search and no_api_server:
         fail("--no-api-server plans one layout: not with --search.")
-    if search and selected is not None:
-        fail("--fields picks from one plan's JSON: not with --search.")
     if search:
         from rigwise.cli.infer_search import run_search
 
