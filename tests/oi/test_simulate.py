@@ -114,3 +114,19 @@ def test_fault_or_ack_after_the_end_is_refused_not_silently_skipped() -> None:
     # One that starts inside the run still runs (and raises its alarm).
     report = simulate(days=1, faults=(parse_fault("occlusion@12h+1h"),))
     assert report.alarms
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "said"),
+    [
+        ({"period_s": 3601.0}, r"--period 1 h \(3601 s\) is out of range"),
+        ({"period_s": 0.5}, "--period 500 ms is out of range"),
+        ({"acks": (86_401.0,)}, r"Ack time 1 d \(86401 s\) is after the simulation's end \(1 d\)"),
+        ({"acks": (90_000.0,)}, r"Ack time 1.04 d \(90000 s\) is after"),
+    ],
+)
+def test_a_time_that_rounds_is_also_said_in_seconds(kwargs: dict, said: str) -> None:
+    """'--period 3601' said '--period 1 h is out of range. Use 1s to 1h.' and '--ack 86401s'
+    'Ack time 1 d is after the simulation's end (1 d)': the bad value rounded away."""
+    with pytest.raises(InputError, match=said):
+        simulate(days=1, **kwargs)

@@ -6,6 +6,7 @@ alarm (with its latency from the fault that caused it), volumes and the ledger e
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -99,31 +100,39 @@ def build_sim(
     return SimRig(plant, ctrl, clock, pumps)
 
 
+_UNIT_S = {"µs": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def _said(seconds: float) -> str:
+    """``seconds`` as people write them ('400 d', not '3.456e+07s'), with the exact seconds
+    when that rounds: '--period 3601' is '1 h (3601 s)', not '1 h' beside 'Use 1s to 1h'."""
+    text = format_seconds(seconds)
+    number, _, unit = text.partition(" ")
+    if unit in _UNIT_S and math.isclose(float(number) * _UNIT_S[unit], seconds, rel_tol=1e-9):
+        return text
+    return f"{text} ({seconds:g} s)"
+
+
 def _check(
     days: float, period_s: float, acks: tuple[float, ...], faults: tuple[FaultSpec, ...]
 ) -> None:
     if not 0 < days <= MAX_DAYS:
         raise InputError(f"--days {days:g} is out of range.", hint=f"Use 0 < days <= {MAX_DAYS:g}.")
-    # Times are said as people write them ('400 d', not '3.456e+07s').
     if not 1.0 <= period_s <= 3600.0:
-        raise InputError(
-            f"--period {format_seconds(period_s)} is out of range.", hint="Use 1s to 1h."
-        )
+        raise InputError(f"--period {_said(period_s)} is out of range.", hint="Use 1s to 1h.")
     end_s = days * 86400.0
     for a in acks:
         if a < 0:
-            raise InputError(
-                f"Ack time {format_seconds(a)} is negative.", hint="Give a time like 4d."
-            )
+            raise InputError(f"Ack time {_said(a)} is negative.", hint="Give a time like 4d.")
         if a >= end_s:
             raise InputError(
-                f"Ack time {format_seconds(a)} is after the simulation's end ({days:g} d).",
+                f"Ack time {_said(a)} is after the simulation's end ({days:g} d).",
                 hint=f"Give a time before {days:g}d, or simulate more --days.",
             )
     for fault in faults:
         if fault.start_s >= end_s:
             raise InputError(
-                f"Fault {fault.kind.value}:{fault.device} at {format_seconds(fault.start_s)} "
+                f"Fault {fault.kind.value}:{fault.device} at {_said(fault.start_s)} "
                 f"starts after the simulation's end ({days:g} d): it would never happen.",
                 hint=f"Give a start before {days:g}d, or simulate more --days.",
             )
