@@ -60,3 +60,13 @@ def test_the_result_says_whether_slos_were_given() -> None:
     limited = search_serving_layouts(model="llama-3.1-8b", on="h100-sxm", slo_tpot="1ms")
     assert not plain.slos_given and limited.slos_given
     assert limited.feasible == 0 and "slos_given" not in limited.to_dict()
+
+
+def test_counts_read_as_a_single_plan_reads_them() -> None:
+    # before: 'rigwise infer MODEL --on HW --search --prompt 8k' said "key 'prompt' = '8k':
+    # Input should be a valid integer" (a single plan takes 8k), and prompt=True searched a
+    # 1-token prompt
+    found = search_serving_layouts(model="llama-3.1-8b", on="2x h100-sxm", prompt="8k", gen="1k")
+    assert found.rows
+    with pytest.raises(InputError, match="key 'prompt' = True: Value error, true is not a number"):
+        search_serving_layouts(model="llama-3.1-8b", on="2x h100-sxm", prompt=True)

@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rigwise.api import infer_stages as _stages
 from rigwise.errors import InputError
@@ -31,7 +31,8 @@ from rigwise.estimate.serving_search import (
     layouts,
     search_serving,
 )
-from rigwise.units import parse_seconds
+from rigwise.option_fields import no_flag
+from rigwise.units import parse_seconds, whole_count
 from rigwise.validate_input import merged_options, validated
 
 if TYPE_CHECKING:
@@ -64,6 +65,14 @@ class SearchOptions(BaseModel):
     gpus: int | None = Field(None, ge=1, le=MAX_SEARCH_DEVICES)
     slo_ttft: str | None = None
     slo_tpot: str | None = None
+
+    @field_validator("nodes", "prompt", "gen", "max_batch", "gpus", mode="before")
+    @classmethod
+    def _counts(cls, value: object) -> object:
+        """'8k' as a single plan reads it (it was refused: 'Input should be a valid integer');
+        a bool is no count ({"prompt": true} was a 1-token prompt)."""
+        value = no_flag(None)(value)
+        return whole_count(value, "1024 or 8k") if isinstance(value, str) else value
 
 
 def search_serving_layouts(
