@@ -182,3 +182,14 @@ def test_an_old_build_slows_the_serving_step_not_one_token() -> None:
     assert old.serving and new.serving and old.decode and new.decode
     assert old.serving.step_seconds > 1.1 * new.serving.step_seconds
     assert old.decode.tokens_per_s == new.decode.tokens_per_s
+
+
+def test_ada_fp8_moe_runs_the_same_old_triton_kernel() -> None:
+    """compressed_tensors_moe.py takes Marlin below SM89 and CUTLASS on exactly SM90 / SM100:
+    Ada's FP8 MoE (SM89, all GDDR parts) ran Triton fused_experts as SM120 did."""
+
+    def share(klass: str, capability: float) -> float:
+        return build_effects("vllm", klass, "fp8", "2025-10-15", capability).moe_unoverlapped
+
+    assert share("nvidia-gddr", 8.9) == share("nvidia-gddr", 12.0) == 0.55
+    assert share("nvidia-gddr", 8.6) == share("nvidia-hbm", 9.0) == share("nvidia-hbm", 10.0) == 0
