@@ -31,3 +31,18 @@ def test_an_option_of_another_task_is_bad_input(options: dict[str, object], mess
     # were dropped without a word
     with pytest.raises(InputError, match=message):
         design_builds(model="llama-3.1-8b", **options)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "says"),
+    [
+        ("budget", True, "true is not a number"),
+        ("top", True, "true is not a number"),
+        ("budget", "1_000", "'1_000' is not a plain number"),
+    ],
+)
+def test_a_bool_or_an_unplain_number_is_bad_input(field: str, value: object, says: str) -> None:
+    # before: budget=True ranked builds under a $1 budget, top=True listed one, '1_000' was 1000
+    with pytest.raises(InputError, match=f"key '{field}' = .*{says}"):
+        design_builds(model="llama-3.1-8b", **{field: value})
+    assert design_builds(model="llama-3.1-8b", budget="3000", top="2").options  # text still reads

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from rigwise.design.designer import Design, DesignRequest, design
 from rigwise.errors import InputError
+from rigwise.option_fields import no_flag, number_not_flag
 from rigwise.units import parse_count, parse_seconds
 from rigwise.validate_input import merged_options, validated
 
@@ -47,6 +48,13 @@ class BuildOptions(BaseModel):
     rank: Literal["target", "price", "speed", "tco"] = Field(
         "target", description="target: clean, cheapest that meets the target, then faster"
     )
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_flags(cls, value: object, info: ValidationInfo) -> object:
+        """A bool is no number (budget=True was a $1 budget) and '1_000' no plain one."""
+        hint = cls.model_fields[info.field_name or ""].annotation
+        return no_flag(None)(value) if number_not_flag(hint) else value
 
     @field_validator("circuit")
     @classmethod
