@@ -179,3 +179,24 @@ def test_a_bad_row_after_blank_lines_is_named_by_its_line(store: Path) -> None:
     bad.write_text(HEADER + "\n\ngpu,rtx-3090,used,0,2026-11-01,x\n")
     with pytest.raises(InputError, match=r"bad\.csv, line 4: key 'usd'"):
         import_prices(bad)
+
+
+@pytest.mark.parametrize(
+    ("row", "said"),
+    [
+        ("part,psu-corsair-hx1500i,new,380,2026-11-20,q", "Unknown part 'psu-corsair-hx1500i'"),
+        ("gpu,rtx 4900,used,500,2026-11-01,x", "Unknown GPU"),
+        (
+            "part,corsair-hx1500i-2023,rent,1,2026-11-01,x",
+            "Part 'corsair-hx1500i-2023': 'rent' applies",
+        ),
+    ],
+)
+def test_a_name_no_catalog_knows_is_named_by_its_line(store: Path, row: str, said: str) -> None:
+    # before: "Unknown part 'psu-corsair-hx1500i'. Did you mean: ..." with no line, in a file
+    # of up to MAX_ROWS rows
+    bad = store / "bad.csv"
+    bad.write_text(HEADER + "gpu,rtx-3090,used,780,2026-11-20,x\n\n" + row + "\n")
+    with pytest.raises(InputError, match=rf"bad\.csv, line 4: {said}"):
+        import_prices(bad)
+    assert user_prices() == {}

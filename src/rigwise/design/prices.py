@@ -88,7 +88,8 @@ def store_path() -> Path:
     return data_dir() / STORE
 
 
-def _read_rows(text: str, where: str) -> list[UserPrice]:
+def _read_rows(text: str, where: str, lines: list[int] | None = None) -> list[UserPrice]:
+    """The file's rows; ``lines``, when given, gets each row's line in the file."""
     reader = csv.DictReader(io.StringIO(text))
     header = reader.fieldnames or []
     missing = [c for c in COLUMNS if c not in header]
@@ -130,25 +131,34 @@ def _read_rows(text: str, where: str) -> list[UserPrice]:
         rows.append(
             UserPrice(row.kind, row.id, row.condition, row.usd, row.date.isoformat(), row.source)
         )
+        if lines is not None:
+            lines.append(number)
     return rows
 
 
-def _check_ids(rows: list[UserPrice]) -> list[UserPrice]:
+def _check_ids(rows: list[UserPrice], where: str, lines: list[int]) -> list[UserPrice]:
     """GPU ids are resolved through the catalog, part ids through the parts files (names as
-    people type them work too): a price under a name no build looks up was never used."""
+    people type them work too): a price under a name no build looks up was never used. An
+    error names the row's line, as a bad value does."""
+    checked = []
+    for row, line in zip(rows, lines, strict=True):
+        try:
+            checked.append(_checked(row))
+        except InputError as exc:  # its kind kept (UnknownNameError): the line put in front
+            exc.message = f"{where}, line {line}: {exc.message}"
+            raise
+    return checked
+
+
+def _checked(row: UserPrice) -> UserPrice:
     from rigwise.design.parts import part_id
     from rigwise.hardware import get_accelerator
 
-    checked = []
-    for row in rows:
-        if row.kind == "gpu":
-            row = replace(row, id=get_accelerator(row.id).id)
-        elif row.condition == "rent":
-            raise InputError(f"Part {row.id!r}: 'rent' applies to GPUs only.", hint="Use new/used.")
-        else:
-            row = replace(row, id=part_id(row.id))
-        checked.append(row)
-    return checked
+    if row.kind == "gpu":
+        return replace(row, id=get_accelerator(row.id).id)
+    if row.condition == "rent":
+        raise InputError(f"Part {row.id!r}: 'rent' applies to GPUs only.", hint="Use new/used.")
+    return replace(row, id=part_id(row.id))
 
 
 def user_prices() -> dict[tuple[str, str, str], UserPrice]:
@@ -170,7 +180,8 @@ def import_prices(path: str | Path) -> tuple[UserPrice, ...]:
     """Add the rows of ``path`` to the store (replacing same kind, id and condition)."""
     source = Path(path)
     text = read_user_text(source, "price file", max_bytes=MAX_FILE_BYTES)
-    rows = _check_ids(_read_rows(text, str(source)))
+    lines: list[int] = []
+    rows = _check_ids(_read_rows(text, str(source), lines), str(source), lines)
     merged = user_prices()
     merged.update({(r.kind, r.id, r.condition): r for r in rows})
     target = store_path()
