@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -145,3 +146,18 @@ def test_when_every_plan_is_bad_input_the_reason_is_said(
     # every quant of every model was refused and dropped
     with pytest.raises(InputError, match=says):
         fit_models(on="rtx-4090", **options)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("options", "says"),
+    [
+        ({"on": 5}, "key 'on' = 5: Input should be a valid string"),  # was AttributeError
+        ({"min_tps": "x"}, "key 'min_tps' = 'x': Input should be a valid number"),  # TypeError
+        ({"min_tps": float("nan")}, "key 'min_tps' = nan: not a number"),  # before: none ran
+        ({"min_tps": True}, "key 'min_tps' = True: Value error, true is not a number"),
+        ({"engine": ""}, "key 'engine' = '': Value error, '' is empty"),  # was ValidationError
+    ],
+)
+def test_options_of_a_wrong_type_are_bad_input(options: dict[str, object], says: str) -> None:
+    with pytest.raises(InputError, match=re.escape(says)):
+        fit_models(**{"on": "rtx-4090", **options})  # type: ignore[arg-type]

@@ -21,6 +21,7 @@ from rigwise.api.fit_types import NO_FIT, RUNS, SLOW, FitOptions, FitReport, Mod
 from rigwise.catalog.loader import read_csv
 from rigwise.errors import InputError, RigwiseError, UnknownNameError, closest
 from rigwise.models import ModelSpec, catalog_models
+from rigwise.validate_input import validated
 
 if TYPE_CHECKING:
     from rigwise.plans import InferencePlan
@@ -62,8 +63,8 @@ def quant_ladder(engine: str, native: str) -> tuple[str, ...]:
     return (native, *(q for q in rest if q != native))
 
 
-def _check_use(use: str | None) -> None:
-    if use is not None and use not in USES:
+def _check_use(use: object) -> None:
+    if isinstance(use, str) and use not in USES:  # a misspelt use: the closest names
         raise UnknownNameError("use", use, closest(use, USES))
 
 
@@ -72,7 +73,8 @@ def _engine(on: str, engine: str | None) -> str:
     from rigwise.api.infer import InferOptions, default_engine
 
     if engine is not None:
-        engine = InferOptions.model_validate({"model": "x", "engine": engine}).engine
+        options = {"model": "x", "engine": engine}
+        engine = validated(InferOptions, options, "Bad option", "See `rigwise fit --help`.").engine
     return engine or default_engine(cached_cluster(on, 1, None, None, "rtx-3090"), 1)
 
 
@@ -262,10 +264,14 @@ def fit_models(
 
     started = time.perf_counter()
     _check_use(use)
-    if min_tps is not None and min_tps <= 0:
-        raise InputError(f"--min-tps {min_tps} must be positive.", hint="Use e.g. --min-tps 10.")
-    if context is not None and context < 2:
-        raise InputError(f"--context {context} is too short.", hint="Use --context 4096.")
+    given = dict(on=on, use=use, min_tps=min_tps, context=context, engine=engine)
+    opts = validated(  # on=5 or min_tps='x' raised AttributeError/TypeError; min_tps=nan ran none
+        FitOptions,
+        {**{k: v for k, v in given.items() if v is not None}, "benchmarks": benchmarks},
+        "Bad option",
+        "See `rigwise fit --help`.",
+    )
+    on, use, min_tps, context, engine = opts.on, opts.use, opts.min_tps, opts.context, opts.engine
     hardware = on or "this-machine"
     chosen_engine = _engine(hardware, engine)
     context = context or default_context_tokens()

@@ -6,7 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from rigwise.option_fields import no_flag
 
 RUNS, SLOW, NO_FIT = "runs", "too slow", "does not fit"
 
@@ -14,7 +16,7 @@ RUNS, SLOW, NO_FIT = "runs", "too slow", "does not fit"
 class FitOptions(BaseModel):
     """The options of ``rigwise fit`` (and ``/api/fit``); see ``fit_models``."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     on: str | None = Field(None, description="hardware as for infer --on; blank: this machine")
     use: Literal["chat", "code", "reasoning", "vision", "embedding", "text", "benchmark"] | None = (
@@ -24,6 +26,12 @@ class FitOptions(BaseModel):
     context: int | None = Field(None, ge=2, le=10_000_000, description="context to fit")
     engine: str | None = Field(None, description="llama.cpp, vllm, sglang, ...")
     benchmarks: bool = Field(False, description="include training-benchmark configurations")
+
+    @field_validator("min_tps", "context", mode="before")
+    @classmethod
+    def _no_flags(cls, value: object) -> object:
+        """A bool is no number (min_tps=True was 1 tok/s)."""
+        return no_flag(None)(value)
 
 
 @dataclass(frozen=True)
