@@ -276,6 +276,8 @@ def to_jsonable(value: object) -> Any:
     if hasattr(cls, "__dataclass_fields__"):
         convert = _converter(cls)
         if convert is not None:
+            if convert is _dataclass:  # the same object, by code written for the class
+                convert = _warming(cls)
             _CONVERTERS[cls] = convert
             return convert(value)
         to_dict = getattr(value, "to_dict", None)
@@ -312,6 +314,37 @@ def _converter(cls: type) -> Callable[[Any], Any] | None:
     if getattr(cls, "to_dict", None) is not None and not generic:
         return _own_dict  # a class that still writes its own
     return _dataclass
+
+
+# Conversions of a class by the walk before its code is written (``_warming``): writing it
+# costs what ~50 walks do, more than one plan's JSON (``rigwise infer`` alone) needs.
+COMPILE_AFTER = 16
+
+
+def _warming(cls: type) -> Callable[[Any], dict[str, Any]]:
+    """``_dataclass``, until ``cls`` has been converted ``COMPILE_AFTER`` times: then its
+    compiled converter takes its place in ``_CONVERTERS``."""
+    left = COMPILE_AFTER
+
+    def convert(value: Any) -> dict[str, Any]:
+        nonlocal left
+        left -= 1
+        if left <= 0:
+            _CONVERTERS[cls] = _compiled(cls)
+        return _dataclass(value)
+
+    return convert
+
+
+def _compiled(cls: type) -> Callable[[Any], dict[str, Any]]:
+    """``_dataclass`` for ``cls`` written out as one function (``serialize_compiled``, imported
+    here: one plan's JSON never needs it)."""
+    from rigwise.serialize_compiled import compile_converter
+
+    fields, properties = _plan(cls)
+    helpers: dict[str, Callable[..., Any]] = {"to_jsonable": to_jsonable, "_shaped": _shaped}
+    helpers.update(_items=_items, _mapping=_mapping)
+    return compile_converter(cls, fields, properties, helpers, _FINISH)
 
 
 def _generic(cls: type) -> bool:
