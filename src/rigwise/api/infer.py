@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, NoReturn, TypeVar
 
+from rigwise.api.infer_memory import fitted_memory, idle_devices, memory_of, with_host
 from rigwise.api.infer_options import ENGINES, MAX_CONTEXT_TOKENS, InferOptions
 from rigwise.api.infer_stages import (
     DEFAULT_QUANT,
@@ -26,13 +27,9 @@ from rigwise.api.infer_stages import (
     default_layout,
     default_quant,
     file_quant,
-    fitted_memory,
-    idle_devices,
-    memory_of,
     model_of,
     overheads,
     stages_of,
-    with_host,
 )
 from rigwise.api.levers import suggest_levers
 from rigwise.errors import InputError
@@ -264,7 +261,9 @@ def _plan(opts: InferOptions) -> InferencePlan:
         efficiency(engine, stage, quant, opts.calibration)
     kv_bytes = spec.kv_cache_bytes(context, kv_dtype)  # one request must fit; more may queue
     stages, memory = fitted_memory(opts, stages, ctx, kv_bytes, notes)
-    plan = InferencePlan(
+    # the plan's fields, the speeds added below before it is made (made once: a frozen
+    # dataclass of 20 fields, replaced, was made twice per plan)
+    fields: dict[str, Any] = dict(
         model=spec.name,
         hardware=_hardware_label(opts, setup.cluster.network),
         engine=engine,
@@ -284,13 +283,13 @@ def _plan(opts: InferOptions) -> InferencePlan:
     if opts.disagg is not None:
         from rigwise.api.infer_disagg import plan_disagg_pools
 
-        return plan_disagg_pools(opts, cluster, ctx, plan)
+        return plan_disagg_pools(opts, cluster, ctx, InferencePlan(**fields))
     broken = setup.once("rules", stages, lambda: check_rules(engine, spec, stages, quant))
     if broken is not None:
-        return replace(plan, verdict=DOES_NOT_FIT, reason=broken.reason, broken_rule=broken.rule)
-    if memory.verdict == DOES_NOT_FIT:
-        return plan
-    return _with_speed(plan, opts, setup, stages, kv_bytes)
+        fields.update(verdict=DOES_NOT_FIT, reason=broken.reason, broken_rule=broken.rule)
+    elif memory.verdict != DOES_NOT_FIT:
+        fields.update(_speeds(fields, opts, setup, stages, kv_bytes))
+    return InferencePlan(**fields)
 
 
 def _hardware_label(opts: InferOptions, network: Link | None) -> str:
@@ -315,21 +314,23 @@ def _layout(opts: InferOptions, stages: tuple[Stage, ...]) -> InferenceLayout:
     )
 
 
-def _with_speed(
-    plan: InferencePlan,
+def _speeds(
+    plan: Mapping[str, Any],
     opts: InferOptions,
     setup: _Setup,
     stages: tuple[Stage, ...],
     kv_bytes: float,
-) -> InferencePlan:
+) -> dict[str, Any]:
     """Prefill, decode, serving (a running batch and a queue) and the latency check of a plan
-    whose single request fits (``kv_bytes``: its KV cache, whose memory the plan holds); the
-    verdict stays the single request's."""
+    whose single request fits (``kv_bytes``: its KV cache, whose memory the plan holds): the
+    plan's fields they set (``plan``: its fields so far); the verdict stays the single
+    request's."""
     ctx, network = setup.ctx, setup.cluster.network
+    first: MemoryBreakdown = plan["memory"]
 
     def memory_for(kv: float) -> MemoryBreakdown:
         if kv == kv_bytes:  # a batch of one: the memory already made
-            return plan.memory
+            return first
         if kv == 0.0:  # no KV cache: the same for every request of this setup
             return setup.once(
                 "free", stages, lambda: memory_of(ctx.spec, stages, ctx, 0.0, ctx.engine)
@@ -349,23 +350,22 @@ def _with_speed(
         stages,
         network,
         memory_for,
-        (opts.concurrency, opts.prompt, opts.gen, plan.workload.context),
+        (opts.concurrency, opts.prompt, opts.gen, plan["workload"].context),
         prefill,
         opts.max_batch,
         opts.dp,
     )
     latency = _latency(opts.latency_budget, prefill, decode)
     tiles = tile_note(decode.parts, decode.seconds, opts.engine_build)
-    return replace(
-        plan,
-        notes=plan.notes + tiles,
-        memory=memory,
-        prefill=prefill,
-        decode=decode,
-        serving=serving,
-        latency=latency,
-        power=power,
-    )
+    return {
+        "notes": plan["notes"] + tiles,
+        "memory": memory,
+        "prefill": prefill,
+        "decode": decode,
+        "serving": serving,
+        "latency": latency,
+        "power": power,
+    }
 
 
 def _latency(budget: str | None, prefill: Phase, decode: Phase) -> LatencyCheck | None:

@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from rigwise.api.infer_stages import memory_of, overheads, with_host
+from rigwise.api.infer_memory import memory_of, with_host
+from rigwise.api.infer_stages import overheads
 from rigwise.errors import InputError
 from rigwise.estimate.inference import Context, prefill_phase
 from rigwise.estimate.inference_stages import Stage

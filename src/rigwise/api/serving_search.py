@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rigwise.api import infer_stages as _stages
+from rigwise.api.infer_memory import memory_of
 from rigwise.errors import InputError
 from rigwise.estimate.inference import Context
 from rigwise.estimate.inference_efficiency import catalog_efficiency
@@ -110,7 +111,7 @@ def search_serving_layouts(
         return stages, ctx, None
 
     def memory_for(stages: tuple[Stage, ...], ctx: Context, kv: float) -> MemoryBreakdown:
-        return _stages.memory_of(spec, stages, ctx, kv, engine)
+        return memory_of(spec, stages, ctx, kv, engine)
 
     request = _request(opts, total)
     looked_up = time.perf_counter()

@@ -9,6 +9,7 @@ limit included. Nothing here hard-codes a spec.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -41,7 +42,7 @@ class DeviceMemory:
     verdict: str
     count: int = 1  # identical devices this entry stands for (a stage's tp group)
 
-    @property
+    @functools.cached_property
     def total_bytes(self) -> float:
         return (
             self.weights_bytes + self.kv_cache_bytes + self.activations_bytes + self.overhead_bytes
@@ -79,31 +80,33 @@ class MemoryBreakdown(JsonObject):
     host_offload_bytes: float = 0.0
     notes: tuple[str, ...] = field(default=())
 
+    # the sums are cached (in the frozen instance's __dict__): a setup's plans share their
+    # breakdowns (api/infer_memory.memory_of), and each plan's JSON and checks read them
     def _sum(self, name: str) -> float:
         total: float = sum(getattr(d, name) * d.count for d in self.per_device)
         return total
 
-    @property
+    @functools.cached_property
     def weights_bytes(self) -> float:
         return self._sum("weights_bytes")
 
-    @property
+    @functools.cached_property
     def kv_cache_bytes(self) -> float:
         return self._sum("kv_cache_bytes")
 
-    @property
+    @functools.cached_property
     def activations_bytes(self) -> float:
         return self._sum("activations_bytes")
 
-    @property
+    @functools.cached_property
     def overhead_bytes(self) -> float:
         return self._sum("overhead_bytes")
 
-    @property
+    @functools.cached_property
     def total_bytes(self) -> float:
         return self._sum("total_bytes")
 
-    @property
+    @functools.cached_property
     def capacity_bytes(self) -> float:
         return self._sum("capacity_bytes")
 
