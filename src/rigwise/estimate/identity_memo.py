@@ -23,7 +23,7 @@ class IdentityMemo(Generic[T]):
         self._limit = limit
 
     def get(self, objects: tuple[object, ...], key: Hashable, make: Callable[[], T]) -> T:
-        ids = (*[id(o) for o in objects], key)
+        ids = (*map(id, objects), key)
         hit = self._kept.get(ids)
         if hit is not None:
             return hit[1]

@@ -7,35 +7,33 @@ cache are read once per token (Pope et al. 2022, "Efficiently Scaling Transforme
 Sec. 2). Prefill is compute-bound: ``flops_per_token`` over the prompt (Kaplan et al. 2020).
 Layer split runs stages in turn, so their times add; tensor parallel pays two all-reduces of
 the hidden state per layer (Shoeybi et al. 2019, Megatron-LM Sec. 3). The share of the peak
-reached is data per engine x device class x quant kernel (``estimate.inference_efficiency``).
-The batched and MoE parts live in their own modules."""
+reached is data per engine x device class x quant kernel (``estimate.inference_efficiency``),
+looked up once per stage of a setup (``estimate.inference_factors``). The batched and MoE
+parts live in their own modules."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from rigwise.estimate import comms
 from rigwise.estimate.collective_latency import collective_link
-from rigwise.estimate.dequant import extra_traffic_ratio
 from rigwise.estimate.elementwise import maximum
-from rigwise.estimate.engine_builds import effects_on
-from rigwise.estimate.engine_overheads import EngineOverheads, device_class
-from rigwise.estimate.gemm_tiles import TileFloor, tile_floor, tiles_beyond_roofline
+from rigwise.estimate.engine_overheads import EngineOverheads
+from rigwise.estimate.gemm_tiles import tiles_beyond_roofline
 from rigwise.estimate.identity_memo import IdentityMemo
-from rigwise.estimate.inference_efficiency import Efficiency, efficiency, peak_flops
+from rigwise.estimate.inference_efficiency import Efficiency
+from rigwise.estimate.inference_factors import stage_factors
 from rigwise.estimate.inference_memory import expert_weight_share, stage_kv_split
 from rigwise.estimate.inference_moe import (
     busiest_rank_share,
     expert_gemm_factor,
-    moe_kernel,
     moe_kernel_seconds,
     partly_overlapped,
     routed_expert_flops_per_token,
 )
 from rigwise.estimate.inference_stages import Stage
-from rigwise.estimate.launch_overhead import clock_scale
 from rigwise.estimate.model_memo import flops_parts, kv_bytes, memoised
 from rigwise.hardware import Link
 from rigwise.models import ModelSpec
@@ -71,14 +69,6 @@ class Context:
     max_sequences: int | None = None  # the user's cap on running requests (vLLM --max-num-seqs)
 
 
-def attention_dtype(ctx: Context, eff: Efficiency) -> str:
-    """Attention kernels (FlashAttention/FMHA) run at 16 bits (fp8 with an fp8 KV cache) even
-    when the weights' matmuls run at fp8/fp4; 16-bit and wider matmul dtypes are kept."""
-    if eff.prefill_dtype not in ("fp8", "fp4", "int8"):
-        return eff.prefill_dtype
-    return "fp8" if ctx.kv_dtype.lower().startswith("fp8") else "bf16"
-
-
 def touched_share(ctx: Context, batch: int) -> float:
     """Share of the routed experts a step of ``batch`` tokens reads: with k of E experts per
     token, E(1-(1-k/E)^B) experts in expectation (uniform routing; Fedus et al. 2022)."""
@@ -86,9 +76,9 @@ def touched_share(ctx: Context, batch: int) -> float:
     return 1.0 - (1.0 - moe.experts_per_token / moe.num_experts) ** batch if moe else 0.0
 
 
-@dataclass(frozen=True)
-class WeightReads:
-    """Weight bytes one step reads for one device of a stage, by where they live."""
+class WeightReads(NamedTuple):
+    """Weight bytes one step reads for one device of a stage, by where they live (a named
+    tuple: made several times per plan, and a frozen dataclass costs more to make)."""
 
     device_dense: float
     device_experts: float
@@ -156,6 +146,14 @@ def _host_seconds(ctx: Context, stage: Stage, host_bytes: float) -> float:
     return host_bytes / (stage.host_bandwidth_bytes_per_s * eff)
 
 
+def _prefill_host_seconds(ctx: Context, stage: Stage, prompt: int) -> float:
+    """``_host_seconds`` of a prompt's weight reads; its reads made only where some weights
+    are offloaded (it is 0 otherwise: most plans)."""
+    if not stage.offloaded_fraction:
+        return 0.0
+    return _host_seconds(ctx, stage, weight_reads(ctx, stage, prompt).host)
+
+
 def kernel_rooflines(*kernels: tuple[Any, Any]) -> tuple[Any, Any]:
     """(memory-bound, compute-bound) seconds of kernels that run one after another, each given
     as (bytes / bandwidth, FLOPs / peak): each kernel takes the longer of its two (roofline per
@@ -173,46 +171,44 @@ def kernel_rooflines(*kernels: tuple[Any, Any]) -> tuple[Any, Any]:
 
 
 def kernel_sums(*kernels: tuple[Any, Any]) -> tuple[Any, Any]:
-    """(all seconds of bytes, all seconds of FLOPs) of ``kernels``, one roofline for them all."""
-    return sum(k[0] for k in kernels), sum(k[1] for k in kernels)
+    """(all seconds of bytes, all seconds of FLOPs) of ``kernels``, one roofline for them all
+    (added in order from 0, as ``sum`` does; a loop: two generators cost more, per step)."""
+    moved: Any = 0
+    worked: Any = 0
+    for kernel_moved, kernel_worked in kernels:
+        moved = moved + kernel_moved
+        worked = worked + kernel_worked
+    return moved, worked
 
 
-@dataclass(frozen=True)
-class _DecodeFactors:
-    """What one stage's decode step takes from the catalog: the same at every batch and
-    context, so looked up once per (context, stage) pair, not once per step."""
+class BatchCosts(NamedTuple):
+    """What a decode step of a batch costs one stage at any context: its weight reads (dense
+    and routed experts, seconds at the reached bandwidth), host RAM reads of offloaded
+    weights, launch and MoE kernel overhead, tensor-parallel communication."""
 
-    eff: Efficiency
-    dequant: float  # 1 + the bytes unfused dequantisation kernels move per weight byte
-    peak: float  # dense peak FLOP/s at the engine's prefill dtype
-    grouped: float  # grouped-GEMM efficiency of routed experts (0: dense, or one GEMM)
-    launch_s: float  # per-layer launch overhead of the stage's layers at the device's clock
-    tiles: TileFloor | None = None  # an older build's one-tile dense GEMMs (gemm_tiles)
-    moe_unoverlapped: float = 0.0  # an older build's fused MoE overlap (inference_moe)
+    dense_s: Any
+    experts_s: Any
+    host_s: Any
+    kernel_overhead_s: Any
+    tensor_parallel_s: Any
 
 
-_FACTORS: IdentityMemo[_DecodeFactors] = IdentityMemo()
+_STEPS: IdentityMemo[BatchCosts] = IdentityMemo()  # per (context, stage) objects and batch
 
 
-def _decode_factors(ctx: Context, stage: Stage) -> _DecodeFactors:
-    """``_DecodeFactors`` of a stage, kept per (context, stage) objects: the plans of one
-    setup share them."""
-    return _FACTORS.get((ctx, stage), None, lambda: _looked_up(ctx, stage))
-
-
-def _looked_up(ctx: Context, stage: Stage) -> _DecodeFactors:
-    eff = efficiency(ctx.engine, stage, ctx.quant, ctx.calibration)
-    acc = stage.accelerator
-    layers = ctx.spec.num_layers * stage.layer_fraction
-    peak = peak_flops(acc, eff.prefill_dtype)
-    return _DecodeFactors(
-        eff=eff,
-        dequant=1 + extra_traffic_ratio(ctx.engine, ctx.quant),
-        peak=peak,
-        grouped=moe_kernel(ctx.engine, device_class(acc)).gemm_efficiency if ctx.spec.moe else 0.0,
-        launch_s=layers * eff.decode_overhead_per_layer_s * clock_scale(ctx.engine, acc),
-        tiles=tile_floor(ctx.engine, ctx.quant, ctx.engine_build, ctx.spec, stage, peak),
-        moe_unoverlapped=effects_on(ctx.engine, acc, ctx.quant, ctx.engine_build).moe_unoverlapped,
+def _batch_costs(ctx: Context, stage: Stage, batch: int) -> BatchCosts:
+    factors = stage_factors(ctx, stage)
+    eff, dequant = factors.eff, factors.dequant
+    reads = weight_reads(ctx, stage, batch)
+    bandwidth = stage.accelerator.memory_bandwidth_bytes_per_s * eff.decode_bandwidth_efficiency
+    touched = busiest_rank_share(ctx.spec, stage, touched_share(ctx, batch))
+    return BatchCosts(
+        dense_s=reads.device_dense * dequant / bandwidth,
+        experts_s=reads.device_experts * dequant / (bandwidth * eff.moe_expert_efficiency),
+        host_s=_host_seconds(ctx, stage, reads.host),
+        kernel_overhead_s=factors.launch_s
+        + moe_kernel_seconds(ctx.spec, ctx.engine, stage, touched),
+        tensor_parallel_s=_tp_comm(ctx, stage, batch),
     )
 
 
@@ -224,15 +220,17 @@ def decode_stage_parts(
     rooflines (``kernel_rooflines``: add them; the batched serving step); otherwise they are the
     step's bytes and FLOPs (the caller keeps the longer: batch-1 decode, whose
     decode_compute_efficiency was fitted that way on llama.cpp rows)."""
-    factors = _decode_factors(ctx, stage)
+    factors = stage_factors(ctx, stage)
     eff, dequant = factors.eff, factors.dequant  # unfused dequant kernels move more bytes
     acc = stage.accelerator
-    reads = weight_reads(ctx, stage, batch)
+    if type(batch) is int:  # the same at every context: kept (a search's arrays are not)
+        step = _STEPS.get((ctx, stage), batch, lambda: _batch_costs(ctx, stage, batch))
+    else:
+        step = _batch_costs(ctx, stage, batch)
+    dense, experts = step.dense_s, step.experts_s
     kv = batch * kv_bytes(ctx.spec, context, ctx.kv_dtype) * stage.layer_fraction
     kv /= stage_kv_split(ctx.spec, stage)
     bandwidth = acc.memory_bandwidth_bytes_per_s * eff.decode_bandwidth_efficiency
-    dense = reads.device_dense * dequant / bandwidth
-    experts = reads.device_experts * dequant / (bandwidth * eff.moe_expert_efficiency)
     cache = kv / (acc.memory_bandwidth_bytes_per_s * eff.decode_kv_bandwidth_efficiency)
     matmul, attention = flops_parts(ctx.spec, context)
     single = batch == 1  # a bool, or a bool array when a search passes batches as an array
@@ -257,15 +255,9 @@ def decode_stage_parts(
     parts = {
         "memory_bandwidth": memory,
         "compute": compute,
-        "host_offload": _host_seconds(ctx, stage, reads.host),
-        "kernel_overhead": factors.launch_s
-        + moe_kernel_seconds(
-            ctx.spec,
-            ctx.engine,
-            stage,
-            busiest_rank_share(ctx.spec, stage, touched_share(ctx, batch)),
-        ),
-        "tensor_parallel_comm": _tp_comm(ctx, stage, batch),
+        "host_offload": step.host_s,
+        "kernel_overhead": step.kernel_overhead_s,
+        "tensor_parallel_comm": step.tensor_parallel_s,
     }
     if factors.tiles is not None:  # an older build's whole tiles beyond those GEMMs' roofline
         flop_s = 1.0 / (peak * compute_eff)
@@ -277,18 +269,16 @@ def decode_stage_parts(
 
 def prefill_stage_parts(ctx: Context, stage: Stage, prompt: int) -> dict[str, float]:
     """Named seconds to process a ``prompt``-token prompt through one stage."""
-    eff = efficiency(ctx.engine, stage, ctx.quant, ctx.calibration)
+    factors = stage_factors(ctx, stage)
+    eff, build = factors.eff, factors.build
     acc = stage.accelerator
-    build = effects_on(ctx.engine, acc, ctx.quant, ctx.engine_build)
-    gemm = efficiency(ctx.engine, stage, "f16", ctx.calibration) if build.dequant_gemm else eff
     matmul_flops, attention_flops = flops_parts(ctx.spec, max(1, prompt // 2))  # causal: half
     share = stage.layer_fraction / stage.tp
-    reached = peak_flops(acc, gemm.prefill_dtype) * gemm.prefill_compute_efficiency
-    matmul = prompt * matmul_flops * share / (reached * build.prefill_speed_scale)
+    matmul = prompt * matmul_flops * share / (factors.reached * build.prefill_speed_scale)
     matmul *= expert_gemm_factor(
         ctx.spec, stage, min(prompt, ctx.overheads.workspace_tokens), matmul_flops
     )
-    attention_peak = peak_flops(acc, attention_dtype(ctx, eff)) * build.prefill_speed_scale
+    attention_peak = factors.attention_peak * build.prefill_speed_scale
     attention = (
         prompt * attention_flops * share / (attention_peak * eff.prefill_attention_efficiency)
     )
@@ -298,7 +288,7 @@ def prefill_stage_parts(ctx: Context, stage: Stage, prompt: int) -> dict[str, fl
     parts = {
         "compute": max(matmul, chunks * weights / bandwidth),
         "attention": attention,
-        "host_offload": chunks * _host_seconds(ctx, stage, weight_reads(ctx, stage, prompt).host),
+        "host_offload": chunks * _prefill_host_seconds(ctx, stage, prompt),
         "tensor_parallel_comm": _tp_comm(ctx, stage, prompt),
     }
     if build.dequant_gemm:  # an older build's pass: read the quantized weights, write fp16 ones
@@ -328,21 +318,23 @@ def hop_seconds(
     return total
 
 
+_BOUNDS = {
+    "memory_bandwidth": "memory bandwidth",
+    "compute": "compute",
+    "attention": "attention compute",
+    "dequantization": "weight dequantization (older build)",
+    "host_offload": "host RAM bandwidth (offloaded layers)",
+    "kernel_overhead": "kernel launch overhead",
+    "gemm_tiles": "whole GEMM tiles at a small batch (older build's FP8 kernel)",
+    "tensor_parallel_comm": "tensor-parallel all-reduce",
+    "stage_hops": "transfers between devices/nodes",
+    "engine_hop_overhead": "synchronisation between devices",
+    "engine_step_overhead": "engine host work per step (scheduling, sampling)",
+}
+
+
 def _bound(parts: Mapping[str, float]) -> str:
-    names = {
-        "memory_bandwidth": "memory bandwidth",
-        "compute": "compute",
-        "attention": "attention compute",
-        "dequantization": "weight dequantization (older build)",
-        "host_offload": "host RAM bandwidth (offloaded layers)",
-        "kernel_overhead": "kernel launch overhead",
-        "gemm_tiles": "whole GEMM tiles at a small batch (older build's FP8 kernel)",
-        "tensor_parallel_comm": "tensor-parallel all-reduce",
-        "stage_hops": "transfers between devices/nodes",
-        "engine_hop_overhead": "synchronisation between devices",
-        "engine_step_overhead": "engine host work per step (scheduling, sampling)",
-    }
-    return names.get(max(parts, key=lambda k: parts[k]), "compute")
+    return _BOUNDS.get(max(parts, key=parts.__getitem__), "compute")
 
 
 def _combine(per_stage: list[dict[str, float]]) -> dict[str, float]:

@@ -12,11 +12,10 @@ from rigwise.estimate.elementwise import maximum
 from rigwise.estimate.inference import (
     Context,
     _tp_comm,
-    attention_dtype,
     decode_stage_parts,
     hop_seconds,
 )
-from rigwise.estimate.inference_efficiency import efficiency, peak_flops
+from rigwise.estimate.inference_factors import stage_factors
 from rigwise.estimate.inference_moe import expert_gemm_factor
 from rigwise.estimate.inference_stages import Stage
 from rigwise.estimate.model_memo import flops_parts
@@ -120,14 +119,14 @@ def prefill_seconds_per_token_batched(
     chunk = max(1, ctx.overheads.workspace_tokens)
     matmul_flops, attention_flops = flops_parts(ctx.spec, max(1, prompt // 2))
     for stage in stages:
-        eff = efficiency(ctx.engine, stage, ctx.quant, ctx.calibration)
-        peak = peak_flops(stage.accelerator, eff.prefill_dtype)
+        factors = stage_factors(ctx, stage)
+        eff, peak = factors.eff, factors.peak
         share = stage.layer_fraction / stage.tp
         seconds = matmul_flops * share / (peak * eff.serving_compute_efficiency)
         seconds *= expert_gemm_factor(
             ctx.spec, stage, ctx.overheads.workspace_tokens, matmul_flops
         )  # a full step of prompt tokens
-        attention_peak = peak_flops(stage.accelerator, attention_dtype(ctx, eff))
+        attention_peak = factors.attention_peak
         seconds += attention_flops * share / (attention_peak * eff.prefill_attention_efficiency)
         seconds += _tp_comm(ctx, stage, chunk) / chunk  # two all-reduces per layer per token
         total = max(total, seconds) if ctx.overheads.pipelined_serving else total + seconds

@@ -8,6 +8,7 @@ stage's engine may use (``estimate.engine_overheads.usable_memory_bytes``).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NoReturn
@@ -36,12 +37,13 @@ class Stage:
     ep: int = 1  # expert-parallel ranks among the tp devices (routed experts sharded, not split)
     nodes_spanned: int = 1  # a stage wider than one node runs its collectives over the network
 
-    @property
+    # cached: asked for by every formula of every plan (a frozen instance's __dict__ holds it)
+    @functools.cached_property
     def attention_tp(self) -> int:
         """Devices that split one attention rank's heads (tp / attention_dp)."""
         return max(1, self.tp // self.attention_dp)
 
-    @property
+    @functools.cached_property
     def label(self) -> str:
         devices = f"{self.tp}x " if self.tp > 1 else ""
         return f"node{self.node_index}/stage{self.index}: {devices}{self.accelerator.id}"
