@@ -10,10 +10,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from rigwise.errors import UnknownNameError, closest
 from rigwise.hardware import Accelerator, accelerators, resolve_accelerator
+from rigwise.option_fields import no_flag
 from rigwise.units import GB, GiB, parse_bytes
+from rigwise.validate_input import validated
 
 TERA = 1e12
 
@@ -64,7 +67,7 @@ SORT_KEYS: dict[str, tuple[Callable[[Accelerator], Any], bool]] = {
 class GpusOptions(BaseModel):
     """The options of ``rigwise gpus`` (and ``/api/gpus``)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     vendor: str | None = Field(None, description="nvidia, amd, intel, apple, google")
     kind: Literal["gpu", "unified", "tpu", "npu", "cpu"] | None = None
@@ -72,6 +75,11 @@ class GpusOptions(BaseModel):
     max_price: float | None = Field(None, ge=0, description="USD")
     sort: SortKey = "memory"
     names: str | None = Field(None, description="comma-separated names to compare side by side")
+
+    @field_validator("max_price", mode="before")
+    @classmethod
+    def _no_flag(cls, value: object) -> object:
+        return no_flag(None)(value)  # max_price=True was $1
 
 
 @dataclass(frozen=True)
@@ -97,7 +105,11 @@ def sort_devices(devices: list[Accelerator], key: str) -> list[Accelerator]:
 def list_gpus(options: GpusOptions | None = None, /, **fields: object) -> GpuList:
     """The catalog filtered and sorted: a ``GpusOptions``, or its fields as keywords."""
     given = {**(options.model_dump(exclude_unset=True) if options else {}), **fields}
-    opts = options if options is not None and not fields else GpusOptions.model_validate(given)
+    opts = (  # bad values are InputError naming them (a raw ValidationError was raised)
+        options
+        if options is not None and not fields
+        else validated(GpusOptions, given, "Bad option", "See `rigwise gpus --help`.")
+    )
     notes: list[str] = []
     if opts.names:
         devices = []
@@ -109,7 +121,10 @@ def list_gpus(options: GpusOptions | None = None, /, **fields: object) -> GpuLis
         return GpuList(tuple(devices), tuple(notes))
     devices = list(accelerators())
     if opts.vendor:
-        devices = [d for d in devices if d.vendor == opts.vendor.lower()]
+        vendor, known = opts.vendor.lower(), sorted({d.vendor for d in devices})
+        if vendor not in known:  # was an empty list, as if the vendor had no devices
+            raise UnknownNameError("vendor", opts.vendor, closest(vendor, known))
+        devices = [d for d in devices if d.vendor == vendor]
     if opts.kind:
         devices = [d for d in devices if d.kind == opts.kind]
     if opts.min_memory:
