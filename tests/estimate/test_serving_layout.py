@@ -126,6 +126,10 @@ def test_expert_parallel_hint_holds_the_split_to_the_devices_there_are() -> None
     with pytest.raises(InputError) as caught:
         check_expert_parallel(dense, 4, devices=8)
     assert caught.value.hint == "Drop --ep, or use --tp 4 to split the model over 4 devices."
+    # 3 devices: --tp 3 does not divide llama-3.1-8b's 32 heads (engine rule), --tp 2 does
+    with pytest.raises(InputError) as caught:
+        check_expert_parallel(dense, 8, devices=3)
+    assert caught.value.hint == "Drop --ep, or use --tp 2 to split the model over 2 devices."
 
 
 def test_infer_and_train_name_the_rigs_device_count_in_the_dense_ep_hint() -> None:

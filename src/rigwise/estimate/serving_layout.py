@@ -52,9 +52,12 @@ def check_expert_parallel(
 ) -> None:
     """Expert parallel shards routed experts: a dense model has none, so ``ep`` > 1 would be
     ignored without a word (the plan the same as without it). The hint's tensor-parallel size
-    is ``ep`` held to the ``devices`` there are (0: not known)."""
+    is ``ep`` held to the ``devices`` there are (0: not known) and to a divisor of the attention
+    heads (what vLLM, SGLang and TensorRT-LLM shard: engine rule tp-divides-attention-heads)."""
     if ep > 1 and spec.moe is None:
-        tp = min(ep, devices) if devices > 0 else ep
+        most = min(ep, devices) if devices > 0 else ep
+        heads = max(spec.num_attention_heads, 1)
+        tp = next(t for t in range(most, 0, -1) if heads % t == 0)
         split = (
             f"or use {tp_name} {tp} to split the model over {tp} devices"
             if tp > 1
