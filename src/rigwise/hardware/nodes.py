@@ -221,6 +221,10 @@ def node_from_text(text: str, host_memory_bytes: float | None = None) -> Node:
         raise InputError(
             f"Nothing after '+' in {text!r}.", hint="Write it like '2x rtx-3090+nvlink'."
         )
+    if not head.strip():  # '+nvlink' was "Unknown GPU ''. Did you mean: xeon-w9-3495x-..."
+        raise InputError(
+            f"No device before '+' in {text!r}.", hint="Write it like '2x rtx-3090+nvlink'."
+        )
     count, target = split_count(head)
     system = find_system(target)
     if system is not None:
