@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from rigwise.bench import calibration as store
+from rigwise.errors import InputError
 
 
 def _report(name: str, value: float) -> dict:  # type: ignore[type-arg]
@@ -67,3 +68,12 @@ def test_history_is_oldest_first_and_limited() -> None:
 )
 def test_calibration_keys(key: str, accepted: bool) -> None:
     assert store.is_calibration_key(key) is accepted
+
+
+def test_a_damaged_store_is_named_not_an_internal_error(private_data_dir: Path) -> None:
+    # before: DatabaseError, 'internal error at calibration.py:76' (exit 70) from bench
+    # history, infer --calibrated and bench import alike
+    private_data_dir.mkdir(parents=True)
+    (private_data_dir / store.DB_NAME).write_text("not a database")
+    with pytest.raises(InputError, match=r"Cannot open the calibration store .*not a database"):
+        store.load_calibration("rtx-4090", "machine-a")

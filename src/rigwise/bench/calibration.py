@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rigwise.errors import InputError
 from rigwise.serialize import JsonObject
 from rigwise.units import GiB
 
@@ -70,10 +71,19 @@ def db_path() -> Path:
 @contextmanager
 def _connect() -> Iterator[sqlite3.Connection]:
     path = db_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    connection = sqlite3.connect(path)
+    hint = f"Move it aside, or set {DATA_DIR_ENV} to another folder."
+    connection = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        connection = sqlite3.connect(path)
         connection.executescript(_SCHEMA)
+    except (OSError, sqlite3.Error) as exc:  # a damaged store is the machine's, not a bug (70)
+        if connection is not None:
+            connection.close()
+        raise InputError(
+            f"Cannot open the calibration store {str(path)!r}: {exc}.", hint=hint
+        ) from None
+    try:
         yield connection
         connection.commit()
     finally:
