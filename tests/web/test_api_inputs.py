@@ -101,3 +101,26 @@ def test_docs_work_offline(client: Any) -> None:
     assert "cdn" not in page.text.lower() and "/vendor/swagger/swagger-ui-bundle.js" in page.text
     script = client.get("/vendor/swagger/swagger-ui-bundle.js")
     assert script.status_code == 200 and len(script.content) > 100_000
+
+
+@pytest.mark.parametrize(
+    ("path", "params"),
+    [
+        ("/api/infer", {"prompt": "8k", "context": "max"}),
+        ("/api/train", {"tokens": "2T", "seq": "4k", "zero": 3}),
+        ("/api/build", {"budget": "3000", "top": "2"}),
+    ],
+)
+def test_counts_read_as_the_cli_reads_them(client: Any, path: str, params: dict[str, Any]) -> None:
+    # before: 422 "Input should be a valid integer" for prompt=8k, "a valid number" for tokens=2T
+    base = {"model": "llama-3.1-8b", "on": "8x h100-sxm"} if path != "/api/build" else {}
+    response = client.get(path, params={"model": "llama-3.1-8b", **base, **params})
+    assert response.status_code == 200, response.text
+
+
+def test_a_bad_count_is_a_400_naming_it(client: Any) -> None:
+    # before: FastAPI's 422 {"detail": [...]}, not the API's {"error", "hint"}
+    response = client.get("/api/infer", params={"model": "llama-3.1-8b", "on": "rtx-4090",
+                                                "prompt": "1e400"})  # fmt: skip
+    assert response.status_code == 400
+    assert "'1e400' is not a finite number" in response.json()["error"]

@@ -52,11 +52,28 @@ def _is_scalar(annotation: Any) -> bool:
     return False
 
 
+def _is_count(annotation: Any) -> bool:
+    """A number, or a number or 'max': ``int``, ``float | None``, ``int | Literal['max']``."""
+    members = [a for a in (get_args(annotation) or (annotation,)) if a is not type(None)]
+    texts = [m for m in members if get_origin(m) is Literal and all(map(_is_text, get_args(m)))]
+    return any(m in (int, float) for m in members) and all(
+        m in (int, float) or m in texts for m in members
+    )
+
+
+def _is_text(value: Any) -> bool:
+    return isinstance(value, str)
+
+
 def _query_type(annotation: Any) -> Any:
     """A query string carries text: ``Literal[0, 1, 2, 3]`` (ZeRO stages) is read as an int
-    and checked against the same choices (``zero=1`` works, ``zero=7`` is a clear 422)."""
+    and checked against the same choices (``zero=1`` works, ``zero=7`` is a clear 422). A
+    count stays text for the options model to read, as the CLI's is: '8k', '2T' and 'max' were
+    a 422 'Input should be a valid integer'."""
     args = [a for a in get_args(annotation) if a is not type(None)]
     optional = len(args) < len(get_args(annotation))
+    if _is_count(annotation):
+        return str | None
     if get_origin(annotation) is not Literal and len(args) == 1:
         inner = args[0]
         return (
@@ -87,12 +104,23 @@ def query_model(options: type[Any], name: str) -> type[BaseModel]:
 
         options = pydantic_model(options)
     fields: dict[str, Any] = {
-        key: (_query_type(field.annotation), _with_description(field, docs.get(key)))
+        key: (_query_type(field.annotation), _query_field(field, docs.get(key)))
         for key, field in options.model_fields.items()
         if _is_scalar(field.annotation) and key not in SERVER_FILE_KEYS
     }
     model: type[BaseModel] = create_model(name, **fields)
     return model
+
+
+def _query_field(field: Any, description: str | None) -> Any:
+    """The query parameter of an option: a count keeps its default and description but not
+    its bounds (its text is read, and bounded, by the options model)."""
+    if not _is_count(field.annotation):
+        return _with_description(field, description)
+    from pydantic.fields import FieldInfo
+
+    default = None if field.default is None else str(field.default)
+    return FieldInfo(default=default, description=field.description or description)
 
 
 def _with_description(field: Any, description: str | None) -> Any:
@@ -112,7 +140,7 @@ def _bad_input(exc: Exception) -> JSONResponse:
 def _options(params: Any) -> dict[str, Any]:
     """A query model's values (defaults included) as planner keyword arguments; a model must
     come from the catalog (an uploaded one travels in a POST body)."""
-    return web_options(params.model_dump(exclude_none=True))
+    return web_options(params.model_dump(exclude_none=True, exclude_unset=True))
 
 
 def _json(value: Any) -> JSONResponse:
