@@ -176,6 +176,31 @@ def test_repeated_lines_are_planned_once_and_answered_each(
     assert code == 2
 
 
+def test_the_kept_answers_are_bounded_by_their_size(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Repeated lines are answered from kept answers until those hold MEMO_CHARS characters
+    (65,536 full answers of ~4 KB held ~260 MB); then they are dropped and planned anew."""
+    from rigwise.api import infer
+    from rigwise.cli import _common
+
+    planned: list[Any] = []
+    plan = infer._plan
+
+    def counted(opts: Any) -> Any:
+        planned.append(opts)
+        return plan(opts)
+
+    monkeypatch.setattr(infer, "_plan", counted)
+    monkeypatch.setattr(_common, "QUERY_CHUNK", 1)  # one line a chunk: the bound checked each
+    good = json.dumps({"model": "llama-3.1-8b", "on": "rtx-4090", "levers": False})
+    answers, _ = _queries(tmp_path, "infer", [good] * 3)
+    assert len(planned) == 1 and answers[0] == answers[2]
+    monkeypatch.setattr(_common, "MEMO_CHARS", len(good))  # one answer is more than that
+    answers, _ = _queries(tmp_path, "infer", [good] * 3)
+    assert len(planned) == 1 + 3 and answers[0] == answers[2]
+
+
 @pytest.mark.parametrize(
     ("command", "extra", "named"),
     [

@@ -139,6 +139,9 @@ def finish(
 MAX_QUERY_LINE_CHARS = 65_536  # bytes of one JSON line of --queries
 QUERY_CHUNK = 512  # lines of a queries file answered together (planned so by a batch planner)
 MEMO_LINES = 65_536  # distinct lines whose answers --queries keeps for lines that repeat them
+# ... and the characters of those lines and answers (a full answer is ~4 KB, a line up to 64 K):
+# past either, the kept answers are dropped (65,536 full answers held ~260 MB)
+MEMO_CHARS = 2**25
 # The one-line JSON of --queries answers: no check for cycles (plain values from to_jsonable).
 ENCODE = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
 
@@ -192,11 +195,16 @@ def _run_queries(
     memo: dict[str, Any] = {}
     convert = to_jsonable if fields is None else fields.of
 
+    kept = 0  # characters of the lines and answers in memo (counted per line, repeats too)
+
     def answer() -> None:
-        nonlocal worst
-        if len(memo) > MEMO_LINES:
+        nonlocal worst, kept
+        if len(memo) > MEMO_LINES or kept > MEMO_CHARS:
             memo.clear()
-        for text, code in _answers(pending, plan, batch, memo, convert):
+            kept = 0
+        answers = _answers(pending, plan, batch, memo, convert)
+        for (_, line), (text, code) in zip(pending, answers, strict=True):
+            kept += len(text) + (len(line) if isinstance(line, str) else 0)
             worst = max(worst, code)
             sys.stdout.write(text)
         pending.clear()
