@@ -124,3 +124,17 @@ def test_a_bad_count_is_a_400_naming_it(client: Any) -> None:
                                                 "prompt": "1e400"})  # fmt: skip
     assert response.status_code == 400
     assert "'1e400' is not a finite number" in response.json()["error"]
+
+
+@pytest.mark.parametrize(
+    ("path", "params"),
+    [
+        ("/api/infer", {"model": "llama-3.1-8b", "on": "rtx-4090", "promt": "8k"}),
+        ("/api/train", {"model": "llama-3.1-8b", "tokenz": "2T"}),
+        ("/api/build", {"model": "llama-3.1-8b", "budgett": "5"}),
+    ],
+)
+def test_an_unknown_parameter_is_refused(client: Any, path: str, params: dict[str, Any]) -> None:
+    # before: 200, the misspelt parameter dropped: a plan at the default prompt, no budget
+    response = client.get(path, params=params)
+    assert response.status_code == 422 and "Extra inputs are not permitted" in response.text

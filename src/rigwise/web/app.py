@@ -15,7 +15,7 @@ from fastapi import FastAPI, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
-from pydantic import AfterValidator, BaseModel, ValidationError, create_model
+from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError, create_model
 
 from rigwise import __version__
 from rigwise.errors import RigwiseError
@@ -108,7 +108,7 @@ def query_model(options: type[Any], name: str) -> type[BaseModel]:
         for key, field in options.model_fields.items()
         if _is_scalar(field.annotation) and key not in SERVER_FILE_KEYS
     }
-    model: type[BaseModel] = create_model(name, **fields)
+    model: type[BaseModel] = create_model(name, __config__=ConfigDict(extra="forbid"), **fields)
     return model
 
 
