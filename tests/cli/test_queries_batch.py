@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from tests.cli.test_train import run
 
 from rigwise.cli import cli
-from rigwise.cli._common import _answer, _outcome, _parse
+from rigwise.cli.queries import _answer, _outcome, _parse
 
 INFER_LINES = [
     {"model": "llama-3.1-8b", "on": "rtx-4090", "levers": False},
@@ -182,7 +182,7 @@ def test_the_kept_answers_are_bounded_by_their_size(
     """Repeated lines are answered from kept answers until those hold MEMO_CHARS characters
     (65,536 full answers of ~4 KB held ~260 MB); then they are dropped and planned anew."""
     from rigwise.api import infer
-    from rigwise.cli import _common
+    from rigwise.cli import queries as _common
 
     planned: list[Any] = []
     plan = infer._plan

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rigwise.cli import cli
-from rigwise.cli._common import MAX_QUERY_LINE_CHARS
+from rigwise.cli.queries import MAX_QUERY_LINE_CHARS
 from rigwise.serialize import nonsense_numbers
 
 EXAMPLES = int(os.environ.get("RIGWISE_FUZZ_EXAMPLES", "25"))

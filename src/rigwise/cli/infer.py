@@ -16,9 +16,9 @@ from rigwise.cli._common import (
     ranged_seconds,
     rig_option,
 )
-from rigwise.cli._common import run_queries as shared_run_queries
 from rigwise.cli.fields import fields_of, fields_option, plan_without_levers
 from rigwise.cli.plain import Report, Table
+from rigwise.cli.queries import run_queries as shared_run_queries
 
 if TYPE_CHECKING:
     from rigwise.json_fields import Selection

@@ -6,8 +6,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from rigwise.cli._common import apply_rig, finish, rig_option, run_queries
+from rigwise.cli._common import apply_rig, finish, rig_option
 from rigwise.cli.fields import TRAIN_FIELDS_EXAMPLE, fields_help, fields_of, fields_option
+from rigwise.cli.queries import run_queries
 
 if TYPE_CHECKING:
     from rigwise.plans import TrainingPlan
