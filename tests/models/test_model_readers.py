@@ -181,3 +181,16 @@ def test_an_empty_model_name_says_so(name: str) -> None:
     # before: '' was the path '.': "Model file 'config.json' does not exist"
     with pytest.raises(InputError, match="Empty model name"):
         load_model(name)
+
+
+def test_a_config_not_named_config_json_is_named_by_itself(tmp_path: Path) -> None:
+    # before: ~/Downloads/mixtral.json was the model 'Downloads' (its folder) in every plan
+    config = {k: v for k, v in _config("qwen2.5-7b").items() if k != "_name_or_path"}
+    (tmp_path / "downloads").mkdir()
+    other = tmp_path / "downloads" / "my-qwen.json"
+    other.write_text(json.dumps(config))
+    assert load_model(other).name == "my-qwen"
+    folder = tmp_path / "Qwen2.5-7B"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(config))
+    assert load_model(folder).name == "Qwen2.5-7B"  # an HF download: named by its folder

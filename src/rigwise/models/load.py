@@ -113,7 +113,10 @@ def load_hf_config(path: Path) -> ModelSpec:
     if not isinstance(config, dict):
         raise ModelFormatError(f"{origin}: the JSON top level is not an object.", hint=hint)
     check_config(config, origin)
-    name = config.get("_name_or_path") or path.parent.name or path.stem
+    # an HF download is FOLDER/config.json; any other file is named by itself ('mixtral.json'
+    # in ~/Downloads was the model 'Downloads')
+    folder_name = path.parent.name if path.name == "config.json" else ""
+    name = config.get("_name_or_path") or folder_name or path.stem
     try:
         spec = spec_from_arch(read_arch(config, origin), name=str(name)[:200], source=str(path))
     except ModelFormatError:
