@@ -41,3 +41,16 @@ def test_a_latency_budget_is_a_duration_even_when_nothing_fits(budget: str) -> N
     assert error["loc"] == ("latency_budget",)
     assert "must be a duration, e.g. 200ms" in error["msg"]
     assert InferOptions(model="x", latency_budget="0ms").latency_budget == "0ms"  # all miss it
+
+
+@pytest.mark.parametrize(
+    ("key", "spelled"), [("context", "MAX"), ("prompt", " Max "), ("concurrency", "MAX")]
+)
+def test_max_is_read_whatever_its_case(key: str, spelled: str) -> None:
+    """'--context MAX' said "must be a whole number, e.g. 512 or 8k" (train's --seq MAX reads)."""
+    from rigwise.api.infer import plan_inference
+
+    engine = "vllm" if key == "concurrency" else None
+    given = plan_inference(model="llama-3.1-8b", on="rtx-4090", engine=engine, **{key: spelled})
+    same = plan_inference(model="llama-3.1-8b", on="rtx-4090", engine=engine, **{key: "max"})
+    assert given == same

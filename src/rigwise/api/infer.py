@@ -77,6 +77,7 @@ def plan_inference(options: InferOptions | None = None, /, **fields: object) -> 
     (``rigwise.api.context``). Bad input raises ``InputError`` naming the value; "does not
     fit" is a plan with ``fits=False`` and its reason.
     """
+    fields = _max_spelled(fields)
     if "max" in (fields.get("context"), fields.get("prompt")):
         from rigwise.api.context import plan_with_max
 
@@ -87,8 +88,17 @@ def plan_inference(options: InferOptions | None = None, /, **fields: object) -> 
     opts = _options(options, fields)
     plan = _plan(opts)
     if opts.levers:
-        plan = replace(plan, levers=suggest_levers(opts, plan, _plan_quiet))
+        plan = replace(plan, levers=suggest_levers(opts, plan, _plan))
     return plan
+
+
+def _max_spelled(fields: dict[str, object]) -> dict[str, object]:
+    """'MAX' or ' Max ' for prompt, context or concurrency is 'max', as train reads --seq."""
+    for key in ("prompt", "context", "concurrency"):
+        value = fields.get(key)
+        if isinstance(value, str) and value != "max" and value.strip().lower() == "max":
+            fields = {**fields, key: "max"}
+    return fields
 
 
 def _options(options: InferOptions | None, fields: Mapping[str, object]) -> InferOptions:
@@ -97,10 +107,6 @@ def _options(options: InferOptions | None, fields: Mapping[str, object]) -> Infe
     given = merged_options(options, fields)
     check_option_names(given, option_names(InferOptions), "infer")
     return validated(InferOptions, given, "Bad option", "See `rigwise infer --help`.")
-
-
-def _plan_quiet(options: InferOptions) -> InferencePlan:
-    return _plan(options)
 
 
 def _replan(fields: Mapping[str, object]) -> InferencePlan:
