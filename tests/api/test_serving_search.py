@@ -70,3 +70,13 @@ def test_counts_read_as_a_single_plan_reads_them() -> None:
     assert found.rows
     with pytest.raises(InputError, match="key 'prompt' = True: Value error, true is not a number"):
         search_serving_layouts(model="llama-3.1-8b", on="2x h100-sxm", prompt=True)
+
+
+@pytest.mark.parametrize("key", ["nodes", "gpus", "max_batch"])
+def test_devices_nodes_and_batch_take_digits_as_a_single_plan_does(key: str) -> None:
+    """gpus='1e3' searched 1,000 GPUs and nodes='8k' 8,000 nodes, where plan_inference (and the
+    CLI's --gpus / --nodes) refuse both: they are not token counts."""
+    for written in ("1e3", "8k"):
+        with pytest.raises(InputError, match=f"key '{key}' = '{written}'"):
+            search_serving_layouts(model="llama-3.1-8b", on="2x h100-sxm", **{key: written})
+    assert search_serving_layouts(model="llama-3.1-8b", on="2x h100-sxm", **{key: "2"}).rows

@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from rigwise.api import infer_stages as _stages
 from rigwise.api.infer_memory import memory_of
@@ -69,11 +69,14 @@ class SearchOptions(BaseModel):
 
     @field_validator("nodes", "prompt", "gen", "max_batch", "gpus", mode="before")
     @classmethod
-    def _counts(cls, value: object) -> object:
-        """'8k' as a single plan reads it (it was refused: 'Input should be a valid integer');
-        a bool is no count ({"prompt": true} was a 1-token prompt)."""
+    def _counts(cls, value: object, info: ValidationInfo) -> object:
+        """Token counts read '8k' as a single plan reads them (it was refused: 'Input should be
+        a valid integer'); devices, nodes and batch take digits, as plan_inference's do. A bool
+        is no count ({"prompt": true} was a 1-token prompt)."""
         value = no_flag(None)(value)
-        return whole_count(value, "1024 or 8k") if isinstance(value, str) else value
+        if info.field_name in ("prompt", "gen") and isinstance(value, str):
+            return whole_count(value, "1024 or 8k")
+        return value
 
 
 def search_serving_layouts(
