@@ -97,6 +97,27 @@ def test_a_kv_dtype_the_engine_has_no_option_for_is_bad_input(
         assert _plan(model="llama-3.1-8b", on="h100-sxm", engine=ok_engine, kv_quant=ok_kv).fits
 
 
+@pytest.mark.parametrize(
+    ("engine", "rule", "kinds"),
+    [
+        ("llama.cpp", "llamacpp-kv-dtypes", "f32, f16, bf16, q8_0"),
+        ("ollama", "ollama-kv-dtypes", "f16, q8_0, q4_0"),
+    ],
+)
+def test_a_gguf_engine_has_no_fp8_kv_cache(engine: str, rule: str, kinds: str) -> None:
+    """'--engine llama.cpp --kv-quant fp8' planned (llama.cpp's --cache-type-k takes ggml types
+    only: common/arg.cpp kv_cache_types; Ollama's OLLAMA_KV_CACHE_TYPE f16, q8_0, q4_0)."""
+    with pytest.raises(InputError, match=rule) as caught:
+        _plan(model="llama-3.1-8b", on="rtx-4090", engine=engine, kv_quant="fp8")
+    assert caught.value.message.startswith(f"--engine {engine} keeps its KV cache in {kinds}")
+    assert caught.value.hint == (
+        "Use --kv-quant q8_0 (or leave it out for the engine's default), or --engine vllm, "
+        "which takes fp8."
+    )
+    for kv in ("f16", "q8_0", "q4_0"):
+        assert _plan(model="llama-3.1-8b", on="rtx-4090", engine=engine, kv_quant=kv).fits
+
+
 def test_compute_capability_comes_from_the_data() -> None:
     assert compute_capability("p40") == 6.1
     assert compute_capability("h100-sxm") == 9.0

@@ -74,9 +74,13 @@ def check_kv(engine: str, kv_dtype: str) -> None:
     """A --kv-quant the engine has no option for is bad input (engine_rules.csv kv_dtype)."""
     from rigwise.estimate.engine_rules import kv_violation
 
+    gguf = engine in ("llama.cpp", "ollama")  # ggml types only: no fp8 KV cache
     _refuse(
         kv_violation(engine, kv_dtype),
-        "Use --kv-quant fp8 (or leave it out for the engine's default), or --engine "
+        "Use --kv-quant q8_0 (or leave it out for the engine's default), or --engine vllm, "
+        "which takes fp8."
+        if gguf
+        else "Use --kv-quant fp8 (or leave it out for the engine's default), or --engine "
         "llama.cpp, which takes q8_0 and q4_0.",
     )
 
