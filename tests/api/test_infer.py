@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from rigwise.api.infer import plan_inference
+from rigwise.api.train import plan_training
 from rigwise.errors import InputError, UnknownNameError
 from rigwise.serialize import to_jsonable
 
@@ -198,3 +202,27 @@ def test_a_request_longer_than_the_model_names_prompt_and_gen() -> None:
     assert caught.value.hint == "Use --gen 130560 or less, or a shorter --prompt."
     with pytest.raises(InputError, match=r"--context 200000 is longer than"):  # given: named
         plan_inference(model="llama-3.1-8b", on="h100", context=200_000, levers=False)
+
+
+def test_a_config_without_a_context_length_says_what_to_add(tmp_path: Path) -> None:
+    """A config.json without max_position_embeddings said "--prompt 512 + --gen 128 = 640
+    tokens is longer than x's 0-token context"; training plans need no context length."""
+    config = {
+        "model_type": "llama",
+        "hidden_size": 4096,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "num_hidden_layers": 32,
+        "intermediate_size": 14336,
+        "vocab_size": 128256,
+    }
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    with pytest.raises(InputError, match="gives no context length") as caught:
+        plan_inference(model=str(path), on="h100-sxm")
+    assert "max_position_embeddings" in (caught.value.hint or "")
+    assert plan_training(model=str(path), on="8x h100-sxm").fits
+    given = tmp_path / "given" / "config.json"
+    given.parent.mkdir()
+    given.write_text(json.dumps({**config, "max_position_embeddings": 8192}), encoding="utf-8")
+    assert plan_inference(model=str(given), on="h100-sxm").fits

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from rigwise.catalog.loader import read_csv
 from rigwise.errors import InputError, RigwiseError
@@ -45,6 +45,31 @@ def default_context_tokens() -> int:
     """The sourced default context (workload_defaults.csv)."""
     row = next(r for r in read_csv("workload_defaults.csv") if r["key"] == "context_tokens")
     return int(float(row["value"]))
+
+
+def require_context_length(spec: ModelSpec) -> None:
+    """A plan needs the model's context length: a config.json without max_position_embeddings
+    (training plans need none) said "640 tokens is longer than x's 0-token context"."""
+    if spec.max_context <= 0:
+        raise InputError(
+            f"{spec.name}'s config gives no context length (max_position_embeddings is missing "
+            "or 0).",
+            hint='Add "max_position_embeddings": N (the longest context it was trained for).',
+        )
+
+
+def request_too_long(prompt: int, gen: int, spec: ModelSpec) -> NoReturn:
+    """No --context given: the prompt and the generated tokens are what is too long (the
+    message said '--context 200512', a value the user never gave)."""
+    most = spec.max_context
+    hint = f"Keep --prompt + --gen within {most:,} tokens."
+    if most - prompt >= 1:
+        hint = f"Use --gen {most - prompt} or less, or a shorter --prompt."
+    raise InputError(
+        f"--prompt {prompt:,} + --gen {gen:,} = {prompt + gen:,} tokens is "
+        f"longer than {spec.name}'s {most:,}-token context.",
+        hint=hint,
+    )
 
 
 def kv_headroom(memory: MemoryBreakdown) -> float:
@@ -221,6 +246,8 @@ __all__ = [
     "largest_context",
     "plan_max_context",
     "plan_with_max",
+    "request_too_long",
+    "require_context_length",
     "resolve_max",
 ]
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, NoReturn, TypeVar
+from typing import Any, TypeVar
 
+from rigwise.api.context import request_too_long, require_context_length
 from rigwise.api.infer_memory import fitted_memory, idle_devices, memory_of, with_host
 from rigwise.api.infer_options import ENGINES, MAX_CONTEXT_TOKENS, InferOptions
 from rigwise.api.infer_stages import (
@@ -117,11 +118,12 @@ def _replan(fields: Mapping[str, object]) -> InferencePlan:
 def _context(
     opts: InferOptions, spec: ModelSpec, engine: str, stages: tuple[Stage, ...], notes: list[str]
 ) -> int:
+    require_context_length(spec)
     context = opts.context or engine_context(
         engine, stages, opts.prompt + opts.gen, spec.max_context
     )
     if context > spec.max_context and opts.context is None:
-        _request_too_long(opts, spec)
+        request_too_long(opts.prompt, opts.gen, spec)
     if context > spec.max_context:
         raise InputError(
             f"--context {context} is longer than {spec.name}'s {spec.max_context} tokens.",
@@ -135,20 +137,6 @@ def _context(
     if context < opts.prompt + opts.gen:
         notes.append("--context is shorter than prompt + gen; the KV cache is sized for --context.")
     return context
-
-
-def _request_too_long(opts: InferOptions, spec: ModelSpec) -> NoReturn:
-    """No --context given: the prompt and the generated tokens are what is too long (the
-    message said '--context 200512', a value the user never gave)."""
-    most = spec.max_context
-    hint = f"Keep --prompt + --gen within {most:,} tokens."
-    if most - opts.prompt >= 1:
-        hint = f"Use --gen {most - opts.prompt} or less, or a shorter --prompt."
-    raise InputError(
-        f"--prompt {opts.prompt:,} + --gen {opts.gen:,} = {opts.prompt + opts.gen:,} tokens is "
-        f"longer than {spec.name}'s {most:,}-token context.",
-        hint=hint,
-    )
 
 
 @dataclass(frozen=True)
