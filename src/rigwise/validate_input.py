@@ -234,6 +234,11 @@ def load_json(text: str, where: str, *, allow_constants: bool = False) -> Any:
             f"{where} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno}).",
             hint="Check the JSON syntax at that position.",
         ) from None
+    except _TwiceGiven as exc:
+        raise InputError(
+            f"{where} gives the key {exc.args[0]!r} twice (JSON keeps only the last).",
+            hint="Keep one value for each key.",
+        ) from None
     except (ValueError, RecursionError) as exc:
         raise InputError(f"{where} is not valid JSON: {exc}", hint="Use finite numbers.") from None
 
@@ -242,7 +247,23 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number JSON accepts")
 
 
-_STRICT = json.JSONDecoder(parse_constant=_reject_constant)  # --queries decodes every line
+class _TwiceGiven(ValueError):
+    """A JSON object that gives one key twice: json keeps the last value without a word."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _TwiceGiven(key)
+            seen.add(key)
+    return found
+
+
+# --queries decodes every line: one decoder; a key given twice is refused (options, rig files)
+_STRICT = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
 
 
 def _max_depth(text: str) -> int:

@@ -66,6 +66,22 @@ def test_an_over_long_line_is_an_error_for_that_line_only(tmp_path: Path) -> Non
     path.write_text(f"{'x' * (MAX_QUERY_LINE_CHARS + 10)}\n{good}\n", encoding="utf-8")
     code, answers = run_queries("infer", path)
     assert code == 2 and "line 1" in answers[0]["error"] and answers[1]["fits"] is True
+    assert answers[0]["error"] == f"line 1 is longer than {MAX_QUERY_LINE_CHARS:,} bytes."
+    assert "newline" in answers[0]["hint"]  # was null
+
+
+@pytest.mark.parametrize("command", ["infer", "train"])
+def test_a_key_given_twice_is_an_error_for_that_line(tmp_path: Path, command: str) -> None:
+    """'{"model": ..., "on": "rtx-4090", "on": "h100-sxm"}' planned the last 'on' without a
+    word (JSON keeps the last value)."""
+    twice = '{"model": "llama-3.1-8b", "on": "rtx-4090", "on": "h100-sxm"}'
+    good = json.dumps({"model": "llama-3.1-8b", "on": "rtx-4090"})
+    path = tmp_path / "q.jsonl"
+    path.write_text(f"{twice}\n{good}\n", encoding="utf-8")
+    code, answers = run_queries(command, path)
+    assert code == 2 and "error" not in answers[1]
+    assert answers[0]["error"] == "line 1 gives the key 'on' twice (JSON keeps only the last)."
+    assert answers[0]["hint"] == "Keep one value for each key."
 
 
 @pytest.mark.parametrize("command", ["infer", "train"])

@@ -176,13 +176,18 @@ def _outcome(plan: Callable[..., Any], query: dict[str, Any]) -> Any:
 
 def _parse(number: int, line: Line) -> Any:
     """The line's options (a dict), or the exception that says why it has none."""
+    from rigwise.errors import InputError
     from rigwise.validate_input import load_json
 
     try:
         if isinstance(line, Exception):  # not UTF-8 text
             raise line
         if line is None:
-            raise ValueError(f"longer than {MAX_QUERY_LINE_CHARS:,} bytes")
+            raise InputError(
+                f"line {number} is longer than {MAX_QUERY_LINE_CHARS:,} bytes.",
+                hint="Each line is one JSON object of options (a few hundred bytes): check "
+                "that the lines end with a newline.",
+            )
         query = load_json(line, f"line {number}")
         if not isinstance(query, dict):
             raise ValueError("each line must be a JSON object of options")
