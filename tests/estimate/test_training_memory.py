@@ -326,3 +326,22 @@ def test_per_op_sac_keeps_every_other_matmul_output() -> None:
     work = Workload(seq_len=8192, selective_policy="op", fused_loss=True)
     got = activations_no_logits(llama(), work, recompute="selective", micro_batch=1)
     assert got == pytest.approx(32 * 8192 * (4 * h + 4 * a * d + 2 * k * d + 2 * f), rel=1e-9)
+
+
+def test_per_op_sac_recomputes_an_attention_missing_from_its_save_list() -> None:
+    # torchtitan runs cuDNN SDPA first on sm100 (PR #1196) while its _save_list named only the
+    # flash and efficient SDPA ops until PR #2095: aten._scaled_dot_product_cudnn_attention is
+    # PREFER_RECOMPUTE, so its output (2ad bytes per token) is not kept. Llama 3.1 8B:
+    # 4h + 2ad + 2kd + 2f bytes per token, 2 GiB less than with the attention output saved.
+    h, a, k, d, f = 4096, 32, 8, 128, 14336
+    saved = Workload(seq_len=8192, selective_policy="op", fused_loss=True)
+    redone = dataclasses.replace(saved, sac_saves_attention=False)
+    got = activations_no_logits(llama(), redone, recompute="selective", micro_batch=1)
+    assert got == pytest.approx(32 * 8192 * (4 * h + 2 * a * d + 2 * k * d + 2 * f), rel=1e-9)
+    kept = activations_no_logits(llama(), saved, recompute="selective", micro_batch=1)
+    assert kept - got == pytest.approx(2 * 1024**3)
+    # Megatron's "attention" policy and full recompute do not read the save list.
+    for policy, recompute in (("attention", "selective"), ("op", "full")):
+        works = [dataclasses.replace(w, selective_policy=policy) for w in (saved, redone)]
+        got_both = [activations_no_logits(llama(), w, recompute=recompute) for w in works]
+        assert got_both[0] == got_both[1]

@@ -11,7 +11,7 @@ from rigwise.errors import InputError
 from rigwise.estimate.compute import shape_efficiency, training_factors
 from rigwise.estimate.training import evaluate, model_flops_per_token
 from rigwise.estimate.training_layout import Layout, LayoutArrays, Workload, geometry
-from rigwise.estimate.training_step import Fabric, StepArrays, estimate_step
+from rigwise.estimate.training_step import Fabric, StepArrays, _layer, estimate_step
 from rigwise.hardware import Accelerator, Link
 from rigwise.models import load_model
 from rigwise.plans import STEP_PARTS
@@ -180,6 +180,24 @@ def test_per_op_sac_recomputes_every_second_matmul_and_its_all_gathers() -> None
     assert 0.0 < gemm_fwd < megatron["compute_s"] / 3
     # Two more all-gathers per layer: 10 instead of 8 half all-reduces.
     assert per_op["tp_comm_s"] == pytest.approx(1.25 * megatron["tp_comm_s"])
+
+
+def test_per_op_sac_recomputes_an_attention_missing_from_its_save_list() -> None:
+    # cuDNN SDPA outside torchtitan's _save_list (B200, mid-2025; PR #1196 / #2095) is
+    # PREFER_RECOMPUTE: the backward reruns the attention forward of each of the 32 layers.
+    saved = dataclasses.replace(FLASH, selective_policy="op")
+    redone = dataclasses.replace(saved, sac_saves_attention=False)
+    kw: dict[str, object] = {"dp": 8, "micro_batch": 1, "recompute": "selective"}
+    extra = step(llama(), redone, **kw)["recompute_s"] - step(llama(), saved, **kw)["recompute_s"]
+    geo, lay = geometry(llama()), LayoutArrays.from_layouts([Layout(**kw)])  # type: ignore[arg-type]
+    layer = _layer(geo, redone, lay, FABRIC, FACTORS, np.array([4096.0]))
+    assert extra == pytest.approx(32 * float(layer.attn_fwd[0]), rel=1e-9)
+    # HFU counts the attention forward FLOPs again: 4 s a d per token per layer.
+    flops = [
+        estimate_step(geo, w, lay, FABRIC, FACTORS).recompute_flops_per_token
+        for w in (saved, redone)
+    ]
+    assert float(flops[1][0] - flops[0][0]) == pytest.approx(4 * 4096 * 32 * 128 * 32)
 
 
 def test_a_pipeline_spanning_nodes_sends_at_network_speed() -> None:

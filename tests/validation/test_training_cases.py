@@ -78,3 +78,15 @@ def test_fine_tune_rows_compare_each_counter_with_its_part() -> None:
     factors = training_factors(plan_row(multi).accelerator)
     outside = plan_row(multi).memory_per_gpu.outside_allocator_bytes
     assert outside == pytest.approx(factors.memory_reserved_bytes + factors.nccl_buffer_bytes)
+
+
+def test_only_the_mid_2025_b200_runs_recompute_their_cudnn_attention() -> None:
+    # torchtitan 6fc499f (Aug 2025) runs cuDNN SDPA on B200 (PR #1196) outside its per-op SAC
+    # _save_list (PR #2095 added it in Dec 2025); the H100 runs use flash SDPA, which it saves.
+    assume = assumptions(DATA_DIR)
+    recomputed = {
+        r["table"]
+        for r in rows(DATA_DIR, TORCHTITAN)
+        if not _torchtitan_setup(r, assume)[0].sac_saves_attention
+    }
+    assert recomputed == {"torchtitan mxfp8 B200"}

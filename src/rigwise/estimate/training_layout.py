@@ -40,6 +40,11 @@ class Workload:
     # core, or with fused attention the cheap elementwise ops) or "op" (torchtitan per-op SAC:
     # every second matmul of the layer and the TP all-gathers feeding them).
     selective_policy: str = "attention"
+    # Whether per-op SAC saves the fused attention's output. False where its save list omits
+    # the SDPA backend that runs, which is then recomputed in the backward: torchtitan puts
+    # cuDNN attention first on sm100 (PR #1196, 2025-05-14) but listed only the flash and
+    # efficient SDPA ops in _save_list until PR #2095 (2025-12-01; issue #2091).
+    sac_saves_attention: bool = True
     float8_scaling: str = "tensorwise"  # fp8 scales: tensorwise | rowwise | mxfp8 (torchao recipes)
     offload: str = "none"  # none | optimizer | params (ZeRO-Offload / ZeRO-Infinity)
     # Pure bf16 (torchtune dtype=bf16, LitGPT bf16-true, llm-foundry PURE): bf16 weights,

@@ -318,7 +318,8 @@ def _selective_bytes_per_token(geo: Geometry, work: Workload, lay: LayoutArrays)
     attention there is no s^2 term to drop, so the layer keeps what it keeps without
     recompute (the checkpointed core's inputs Q, K, V are kept anyway). Policy "op" (torchtitan
     per-op SAC, "Saves output of all compute ops, except every second mm") keeps the block input,
-    wq, wv, attention, w1 and w2 outputs, and recomputes wk, wo, w3 and the elementwise ops.
+    wq, wv, attention, w1 and w2 outputs, and recomputes wk, wo, w3 and the elementwise ops;
+    the attention output too where its SDPA op is not in the save list (sac_saves_attention).
     """
     full = activation_bytes_per_token(geo, work, lay)
     if not work.flash_attention:
@@ -328,7 +329,7 @@ def _selective_bytes_per_token(geo: Geometry, work: Workload, lay: LayoutArrays)
     if work.selective_policy != "op":
         return full
     h, a, k, d, f = geo.hidden, geo.heads, geo.kv_heads, geo.head_dim, geo.ffn
-    kept_split = 4.0 * a * d + 2.0 * k * d + 2.0 * f
+    kept_split = (4.0 if work.sac_saves_attention else 2.0) * a * d + 2.0 * k * d + 2.0 * f
     kept_replicated = 4.0 * h
     tp = lay.tp.astype(float)
     rep = np.where(lay.sequence_parallel > 0, kept_replicated / tp, kept_replicated)
@@ -349,9 +350,7 @@ def _layer_terms(
     per_layer = np.where(lay.recompute == 2, checkpoint * tokens, per_layer)
     working = np.where(lay.recompute == 2, full, 0.0)
     # The last stage holds the logits for the loss (vocab-parallel over TP).
-    per_logit = LOGITS_BYTES
-    if work.compiled_loss:
-        per_logit = COMPILED_LOGITS_BYTES
+    per_logit = COMPILED_LOGITS_BYTES if work.compiled_loss else LOGITS_BYTES
     if work.chunked_loss:
         per_logit = CHUNKED_LOGITS_BYTES
     if work.fused_loss:

@@ -204,7 +204,8 @@ def _op_fraction(geo: Geometry) -> float:
 def _recompute(geo: Geometry, work: Workload, lay: LayoutArrays, tokens: Any, t: _Layer) -> Any:
     """Full recompute redoes the layer's forward; selective the attention core (unfused
     attention: QK^T, softmax, dropout, AV with their s^2 traffic) or, with fused attention,
-    the cheap elementwise ops (per-op SAC: also every second matmul)."""
+    the cheap elementwise ops (per-op SAC: also every second matmul, and the fused attention
+    where its SDPA op is not in the save list: Workload.sac_saves_attention)."""
     full, sel = lay.recompute == 2, lay.recompute == 1
     recompute = np.where(full, t.gemm_fwd + t.attn_fwd + t.elem_fwd, 0.0)
     if not work.flash_attention:
@@ -212,18 +213,22 @@ def _recompute(geo: Geometry, work: Workload, lay: LayoutArrays, tokens: Any, t:
         scores_s = t.traffic * scores * tokens / t.bandwidth
         return recompute + np.where(sel, t.attn_fwd + scores_s, 0.0)
     if work.selective_policy == "op":
-        return recompute + np.where(sel, _op_fraction(geo) * t.gemm_fwd + 0.5 * t.elem_fwd, 0.0)
+        attention = 0.0 if work.sac_saves_attention else t.attn_fwd
+        op = _op_fraction(geo) * t.gemm_fwd + 0.5 * t.elem_fwd + attention
+        return recompute + np.where(sel, op, 0.0)
     return recompute + np.where(sel, 0.5 * t.elem_fwd, 0.0)
 
 
 def _recompute_flops_per_token(geo: Geometry, work: Workload, lay: LayoutArrays) -> Any:
     """Extra forward FLOPs per token of recompute (for HFU): full redoes every layer, selective
-    the attention core when it is not fused, per-op SAC every second matmul."""
+    the attention core when it is not fused, per-op SAC every second matmul (and the fused
+    attention where its save list omits it)."""
     attention = 4.0 * work.seq_len * geo.heads * geo.head_dim * geo.layers
     gemm = 2.0 * geo.layer_gemm_params_active() * geo.layers
     selective = attention if not work.flash_attention else 0.0
     if work.selective_policy == "op":
-        selective = selective + _op_fraction(geo) * gemm
+        fused_redone = work.flash_attention and not work.sac_saves_attention
+        selective = selective + _op_fraction(geo) * gemm + (attention if fused_redone else 0.0)
     return np.where(lay.recompute == 2, gemm + attention, 0.0) + np.where(
         lay.recompute == 1, selective, 0.0
     )

@@ -61,6 +61,8 @@ def _torchtitan_setup(
         chunked_loss=row.get("loss") == "chunked",  # ChunkedCELoss: no full logits tensor
         # tok_embeddings in an FSDP unit of its own (torchtitan PR #1094; CSV header)
         embedding_own_unit=row.get("embedding_unit") == "own",
+        # cuDNN attention on B200, missing from per-op SAC's save list (mid-2025; CSV header)
+        sac_saves_attention=row.get("sac_attention") != "recomputed",
         torch_fsdp=True,  # FSDP2 fully_shard over an fp32 model with a bf16 MixedPrecisionPolicy
     )
     microbatches = int(assume.get((TORCHTITAN, "pp_microbatches"), "0")) or pp
