@@ -166,6 +166,16 @@ def test_ollama_offloads_layers_by_itself_llama_cpp_only_when_asked() -> None:
     assert _plan(**base, engine="llama.cpp", offload="auto").fits  # type: ignore[attr-defined]
 
 
+def test_a_host_beside_offload_none_is_bad_input() -> None:
+    """'--host X --offload none' planned as if --host were not given (found by the break-it
+    sweep): the host's RAM takes offloaded weights, and none are."""
+    base = dict(model="gpt-oss-20b", on="rtx-3060-12gb", host="ryzen-9-7950x-ddr5-6000")
+    for engine in ("llama.cpp", "ollama"):
+        with pytest.raises(InputError, match="--offload none offloads nothing") as caught:
+            _plan(**base, engine=engine, offload="none")
+        assert caught.value.hint == "Use --offload auto, or drop --host."
+
+
 def test_ollama_offload_without_a_host_plans_on_the_default_desktop_and_says_so() -> None:
     """No --host: Ollama still splits gpt-oss-20b with system RAM (it does so by itself), so
     the plan takes workload_defaults.csv's desktop host and a note names it; with the same

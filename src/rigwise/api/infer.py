@@ -20,6 +20,7 @@ from rigwise.api.infer_stages import (
     DEFAULT_QUANT,
     canonical_quant,
     check_engine,
+    check_host_used,
     check_kv,
     check_weights,
     cluster_of,
@@ -234,6 +235,7 @@ def _plan(opts: InferOptions) -> InferencePlan:
         from rigwise.api.infer_disagg import check_pool_options
 
         check_pool_options(opts)
+    check_host_used(opts.host, opts.offload)  # the offload is not part of the cached setup
     setup = _setup_of(opts)
     spec, cluster, ctx = setup.spec, setup.cluster, setup.ctx
     if opts.power_limit is not None:  # per device: each must accept it (nvidia-smi -pl)

@@ -85,6 +85,18 @@ def check_kv(engine: str, kv_dtype: str) -> None:
     )
 
 
+def check_host_used(host: str | None, offload: str | None) -> None:
+    """--host names the CPU whose RAM takes offloaded weights: beside --offload none it was
+    ignored without a word. (Without --offload, an engine that offloads only when asked plans
+    "does not fit" and its levers name --offload auto.)"""
+    if host is not None and offload == "none":
+        raise InputError(
+            f"--host {host} names the CPU whose RAM takes offloaded weights, but --offload none "
+            "offloads nothing.",
+            hint="Use --offload auto, or drop --host.",
+        )
+
+
 def check_weights(engine: str, quant: str) -> None:
     """A --quant the engine cannot load is bad input (engine_rules.csv weight_formats)."""
     from rigwise.estimate.engine_rules import weights_violation
