@@ -24,3 +24,13 @@ def test_fit_text_names_the_hardware_and_the_lever() -> None:
     assert result.exit_code == 0
     assert "rtx-4090 (llama.cpp, context 4,096)" in result.output
     assert "deepseek-r1" in result.output and "x rtx-4090" in result.output
+
+
+def test_fit_reads_a_context_as_infer_does() -> None:
+    """'rigwise fit --context 8k' was "'8k' is not an integer" while infer takes 8k."""
+    result = CliRunner().invoke(cli, ["fit", "--on", "rtx-4090", "--context", "8k", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["context"] == 8000
+    result = CliRunner().invoke(cli, ["fit", "--on", "rtx-4090", "--context", "8x", "--json"])
+    assert result.exit_code == 2
+    assert "must be a whole number, e.g. 4096 or 8k" in json.loads(result.stdout)["error"]

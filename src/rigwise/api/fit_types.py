@@ -6,9 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from rigwise.option_fields import no_flag
+from rigwise.units import whole_count
 
 RUNS, SLOW, NO_FIT = "runs", "too slow", "does not fit"
 
@@ -29,9 +30,13 @@ class FitOptions(BaseModel):
 
     @field_validator("min_tps", "context", mode="before")
     @classmethod
-    def _no_flags(cls, value: object) -> object:
-        """A bool is no number (min_tps=True was 1 tok/s)."""
-        return no_flag(None)(value)
+    def _no_flags(cls, value: object, info: ValidationInfo) -> object:
+        """A bool is no number (min_tps=True was 1 tok/s); a context reads '8k' as infer's
+        --context does."""
+        value = no_flag(None)(value)
+        if info.field_name == "context" and isinstance(value, str):
+            return whole_count(value, "4096 or 8k")
+        return value
 
 
 @dataclass(frozen=True)

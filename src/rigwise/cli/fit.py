@@ -20,7 +20,7 @@ from rigwise.cli._common import EXIT_INFEASIBLE, EXIT_OK, apply_rig, console, pr
 @click.option(
     "--min-tps", type=float, help="Decode tokens/s a model must reach to count as running."
 )
-@click.option("--context", type=int, help="Context to fit (default 4096, capped at each model's).")
+@click.option("--context", help="Context to fit, e.g. 8k (default 4096, capped at each model's).")
 @click.option("--engine", help="llama.cpp, vllm, sglang, tensorrt-llm, transformers, mlx, ollama.")
 @click.option("--benchmarks", is_flag=True, help="Include training-benchmark configs (no weights).")
 @click.option("--limit", type=int, default=0, help="Show only the first N rows (text output).")
