@@ -67,6 +67,10 @@ def test_simulate_json_has_the_named_keys(capsys) -> None:  # type: ignore[no-un
         # before: exit 0 and a clean report: the fault / ack came after the run's end
         (["simulate", "--days", "1", "--fault", "occlusion@400d"], "would never happen"),
         (["simulate", "--days", "1", "--ack", "2d"], "after the simulation's end"),
+        # before: exit 0 and a clean report: no reading of a 'temprature' sensor was faulted
+        (["simulate", "--fault", "sensor_oob:temprature@1d"], "Did you mean: temperature"),
+        (["simulate", "--fault", "occlusion:drian@1d"], "Leave out ':drian'"),
+        (["run", "--duration", "1h", "--fault", "comms_loss:pupm@0s"], "no device 'pupm'"),
     ],
 )
 def test_bad_input_exits_2_with_the_fix(capsys, tmp_path: Path, args, fix) -> None:  # type: ignore[no-untyped-def]

@@ -9,7 +9,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from rigwise.oi.faults import FaultKind
+from rigwise.errors import InputError, closest
+from rigwise.oi.faults import FaultKind, FaultSpec
 from rigwise.oi.hw import PumpCalibration, Quality, Reading, checked
 from rigwise.oi.plant import SimPlant
 
@@ -50,6 +51,36 @@ def _truths(plant: SimPlant) -> dict[str, Callable[[], float]]:
 
 
 NOISE = {"level": "level_noise_ml"}
+
+
+def fault_devices(kind: FaultKind) -> tuple[str, ...]:
+    """The devices the simulator can fault with ``kind``: on any other name the fault would
+    change nothing (the plant models bubbles and occlusions on the feed line only)."""
+    sensors = tuple(SENSOR_RANGES)
+    return {
+        FaultKind.AIR_IN_LINE: ("feed",),
+        FaultKind.OCCLUSION: ("feed",),
+        FaultKind.EMPTY_RESERVOIR: ("reservoir",),
+        FaultKind.STUCK_HEATER: ("heater",),
+        FaultKind.COMMS_LOSS: ("bus", *sensors),
+    }.get(kind, sensors)
+
+
+def check_fault_devices(faults: tuple[FaultSpec, ...]) -> None:
+    """Refuse a fault on a device the simulator does not have ('sensor_oob:temprature' ran a
+    clean simulation: no reading was ever faulted)."""
+    for fault in faults:
+        devices = fault_devices(fault.kind)
+        if fault.device not in devices:
+            hint = (
+                f"Did you mean: {', '.join(closest(fault.device, devices))}?"
+                if len(devices) > 1
+                else f"Leave out ':{fault.device}' ({fault.kind.value} acts on the {devices[0]})."
+            )
+            raise InputError(
+                f"The simulator has no device {fault.device!r} for fault kind {fault.kind.value}.",
+                hint=hint,
+            )
 
 
 class SimSensor:

@@ -18,7 +18,13 @@ from rigwise.oi.faults import FaultSpec
 from rigwise.oi.hw import SimClock, nominal_calibration
 from rigwise.oi.interlocks import FAULT_ALARMS
 from rigwise.oi.plant import SimPlant
-from rigwise.oi.simdevices import SENSOR_RANGES, SimHeater, SimPump, SimSensor
+from rigwise.oi.simdevices import (
+    SENSOR_RANGES,
+    SimHeater,
+    SimPump,
+    SimSensor,
+    check_fault_devices,
+)
 from rigwise.oi.store import Store
 from rigwise.units import format_seconds
 
@@ -79,6 +85,7 @@ def build_sim(
     recycle: bool = False,
     crash_hook: Any = None,
 ) -> SimRig:
+    check_fault_devices(faults)
     plant = SimPlant(c, faults, seed)
     clock = SimClock()
     sensors = {name: SimSensor(name, plant) for name in SENSOR_RANGES}
