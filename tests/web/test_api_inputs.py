@@ -138,3 +138,26 @@ def test_an_unknown_parameter_is_refused(client: Any, path: str, params: dict[st
     # before: 200, the misspelt parameter dropped: a plan at the default prompt, no budget
     response = client.get(path, params=params)
     assert response.status_code == 422 and "Extra inputs are not permitted" in response.text
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "params", "body", "status", "named"),
+    [
+        ("GET", "/api/gpus", {"sort": "bogus"}, None, 422, "'bogus'"),
+        ("GET", "/api/infer", {"model": "llama-3.1-8b", "gpu": "h100"}, None, 422, "gpu"),
+        ("GET", "/api/oi/series", {"since_s": "abc"}, None, 422, "'abc'"),
+        ("POST", "/api/infer", None, b"not json", 422, "JSON decode error"),
+        ("POST", "/api/train", None, b'{"options": "str"}', 422, "options"),
+        ("POST", "/api/gpus", None, b"{}", 405, "POST /api/gpus"),
+        ("GET", "/api/nothing", None, None, 404, "/api/nothing"),
+    ],
+)
+def test_every_error_is_the_apis_own_format(  # type: ignore[no-untyped-def]
+    client: Any, method, path, params, body, status, named
+) -> None:
+    # before: FastAPI's {"detail": [...]} (422) and {"detail": "Not Found"} (404, 405)
+    headers = {"content-type": "application/json"}
+    response = client.request(method, path, params=params, content=body, headers=headers)
+    assert response.status_code == status, response.text
+    answer = response.json()
+    assert set(answer) == {"error", "hint"} and named in answer["error"], answer

@@ -12,13 +12,15 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, get_args, get_origin
 
 from fastapi import FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError, create_model
+from starlette.exceptions import HTTPException
 
 from rigwise import __version__
-from rigwise.errors import RigwiseError
+from rigwise.errors import RigwiseError, validation_message
 from rigwise.serialize import to_jsonable
 from rigwise.web import oi_routes, views
 from rigwise.web.inputs import MAX_UPLOAD_BYTES, SERVER_FILE_KEYS, Upload, uploaded, web_options
@@ -38,6 +40,7 @@ class ErrorBody(BaseModel):
 ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorBody, "description": "Bad input: the message names the value and the fix"},
     413: {"model": ErrorBody, "description": "The request body is over the size limit"},
+    422: {"model": ErrorBody, "description": "A parameter or body key of the wrong type or name"},
     503: {"model": ErrorBody, "description": "The request ran past its time budget"},
 }
 
@@ -206,6 +209,22 @@ def _guards(app: FastAPI) -> None:
     @app.exception_handler(ValidationError)
     async def _validation_error(request: Request, exc: ValidationError) -> JSONResponse:
         return _bad_input(exc)
+
+    @app.exception_handler(RequestValidationError)
+    async def _request_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+        # FastAPI's own answer is {"detail": [...]}; the API's errors are {"error", "hint"}
+        error = validation_message(exc, f"Bad request to {request.url.path}")
+        hint = "See /docs for the parameters, their names and types."
+        return JSONResponse({"error": error, "hint": hint}, status_code=422)
+
+    @app.exception_handler(HTTPException)
+    async def _http_error(request: Request, exc: HTTPException) -> JSONResponse:
+        hint = "See /docs for the API's routes and methods."
+        return JSONResponse(
+            {"error": f"{exc.detail}: {request.method} {request.url.path}.", "hint": hint},
+            status_code=exc.status_code,
+            headers=exc.headers,
+        )
 
 
 def _page_routes(
