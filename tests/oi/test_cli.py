@@ -84,6 +84,23 @@ def test_status_on_a_missing_store_exits_2(capsys, tmp_path: Path) -> None:  # t
     assert code == 2 and "oi init" in err
 
 
+@pytest.mark.parametrize("sub", [["status"], ["init"], ["experiments", "list"]], ids=" ".join)
+def test_another_programs_sqlite_file_is_refused_and_left_alone(
+    capsys, tmp_path: Path, sub
+) -> None:  # type: ignore[no-untyped-def]
+    # before: exit 0; the file was switched to WAL and given the store's tables
+    import sqlite3
+
+    path = tmp_path / "app.sqlite3"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE users (name TEXT)")
+    db.close()
+    before = path.read_bytes()
+    code, _, err = call(capsys, "oi", *sub, "--db", str(path))
+    assert code == 2 and "not an O.I. store" in err and "users" in err
+    assert path.read_bytes() == before
+
+
 def test_run_then_status_alarms_and_ack(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     db = str(tmp_path / "oi.sqlite3")
     assert call(capsys, "oi", "init", "--db", db, "--json")[0] == 0

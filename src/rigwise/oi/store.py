@@ -47,6 +47,20 @@ CREATE TABLE IF NOT EXISTS sim_world (id INTEGER PRIMARY KEY CHECK (id = 1), dat
 """
 
 
+def _refuse_foreign(db: sqlite3.Connection, path: str) -> None:
+    """An SQLite file with tables but no ``events`` belongs to something else: opening it
+    as a store turned it to WAL and added our tables (``oi status --db app.sqlite3``)."""
+    rows = db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+    tables = sorted(str(name) for (name,) in rows if not str(name).startswith("sqlite_"))
+    if tables and "events" not in tables:
+        db.close()
+        shown = ", ".join(tables[:5]) + (" ..." if len(tables) > 5 else "")
+        raise InputError(
+            f"{path!r} is not an O.I. store (an SQLite file with tables {shown}); left as it is.",
+            hint="Pass --db with a new path, or the store `rigwise oi init` made.",
+        )
+
+
 @dataclass(frozen=True)
 class Event:
     id: int
@@ -74,6 +88,7 @@ class Store:
                 )
         try:
             self.db = sqlite3.connect(self.path, isolation_level=None)
+            _refuse_foreign(self.db, self.path)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=FULL")
             self.db.executescript(_SCHEMA)
