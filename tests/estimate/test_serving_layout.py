@@ -130,6 +130,30 @@ def test_expert_parallel_hint_holds_the_split_to_the_devices_there_are() -> None
     with pytest.raises(InputError) as caught:
         check_expert_parallel(dense, 8, devices=3)
     assert caught.value.hint == "Drop --ep, or use --tp 2 to split the model over 2 devices."
+    # 7 devices: --tp 7 divides qwen2.5-7b's 28 heads but not its 4 KV heads, nor they it
+    # (engine rule tp-kv-heads: vLLM plans 'does not fit'); --tp 4 splits both
+    with pytest.raises(InputError) as caught:
+        check_expert_parallel(load_model("qwen2.5-7b"), 8, devices=7)
+    assert caught.value.hint == "Drop --ep, or use --tp 4 to split the model over 4 devices."
+
+
+@pytest.mark.parametrize(
+    ("on", "hint"),
+    [
+        ("3x h100-sxm", "Drop --ep."),  # --tp 2 and --tp 4 divide no 3-device node; 3 no heads
+        ("6x h100-sxm", "Drop --ep, or use --tp 2 to split the model over 2 devices."),
+        ("h100-sxm", "Drop --ep; one device holds the whole model."),
+    ],
+)
+def test_an_inference_ep_hint_names_a_tp_the_rig_and_engine_take(on: str, hint: str) -> None:
+    """On 3 devices the hint said --tp 2, which infer refuses: '--tp 2 does not divide node 0's
+    3 devices'; qwen2.5-7b on 7 said --tp 4, the same. The --tp named plans."""
+    with pytest.raises(InputError) as caught:
+        plan_inference(model="qwen2.5-7b", on=on, engine="vllm", ep=8, levers=False)
+    assert caught.value.hint == hint
+    if "--tp" in hint:
+        tp = int(hint.split("--tp ")[1].split()[0])
+        assert plan_inference(model="qwen2.5-7b", on=on, engine="vllm", tp=tp, levers=False).fits
 
 
 def test_infer_and_train_name_the_rigs_device_count_in_the_dense_ep_hint() -> None:

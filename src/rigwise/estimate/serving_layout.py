@@ -48,25 +48,52 @@ def _check_inside_tp(layout: ReplicaLayout, width: int) -> None:
 
 
 def check_expert_parallel(
-    spec: ModelSpec, ep: int, name: str = "--ep", tp_name: str = "--tp", devices: int = 0
+    spec: ModelSpec,
+    ep: int,
+    name: str = "--ep",
+    tp_name: str = "--tp",
+    devices: int = 0,
+    cluster: Cluster | None = None,
 ) -> None:
     """Expert parallel shards routed experts: a dense model has none, so ``ep`` > 1 would be
     ignored without a word (the plan the same as without it). The hint's tensor-parallel size
-    is ``ep`` held to the ``devices`` there are (0: not known) and to a divisor of the attention
-    heads (what vLLM, SGLang and TensorRT-LLM shard: engine rule tp-divides-attention-heads)."""
+    is ``ep`` held to the ``devices`` there are (0: not known) and to a size that splits the
+    heads as vLLM, SGLang and TensorRT-LLM shard them (engine rules tp-divides-attention-heads
+    and tp-kv-heads) and, given the ``cluster`` a plan runs on, one its nodes take (a size that
+    divides each node's devices or spans whole nodes)."""
     if ep > 1 and spec.moe is None:
         most = min(ep, devices) if devices > 0 else ep
-        heads = max(spec.num_attention_heads, 1)
-        tp = next(t for t in range(most, 0, -1) if heads % t == 0)
-        split = (
-            f"or use {tp_name} {tp} to split the model over {tp} devices"
-            if tp > 1
-            else "one device holds the whole model"
+        tp = next(
+            t
+            for t in range(most, 0, -1)
+            if t == 1 or (_splits_heads(spec, t) and (cluster is None or _rig_takes(cluster, t)))
         )
+        hint = f"Drop {name}, or use {tp_name} {tp} to split the model over {tp} devices."
+        if tp == 1:  # on more devices, no tensor-parallel size both the engine and rig take
+            hint = f"Drop {name}; one device holds the whole model." if devices == 1 else (
+                f"Drop {name}."
+            )  # fmt: skip
         raise InputError(
             f"{name} {ep} asks for expert parallel, but {spec.name} is a dense model (no experts).",
-            hint=f"Drop {name}; {split}." if tp == 1 else f"Drop {name}, {split}.",
+            hint=hint,
         )
+
+
+def _splits_heads(spec: ModelSpec, tp: int) -> bool:
+    """Whether tensor parallel ``tp`` divides the attention heads and, without MLA, divides
+    the KV heads or is divided by them (engine_rules.csv heads_divide, kv_heads_divide)."""
+    heads, kv = max(spec.num_attention_heads, 1), max(spec.num_kv_heads, 1)
+    kv_ok = spec.mla is not None or (kv % tp == 0 if kv >= tp else tp % kv == 0)
+    return heads % tp == 0 and kv_ok
+
+
+def _rig_takes(cluster: Cluster, tp: int) -> bool:
+    """Whether the cluster's nodes take tensor-parallel groups of ``tp`` (inference_stages)."""
+    try:
+        group_count(cluster, "tensor", tp)
+    except InputError:
+        return False
+    return True
 
 
 def replica_stages(
