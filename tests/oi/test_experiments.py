@@ -154,3 +154,12 @@ def test_units_carry_versioned_identities_into_the_provenance(constants) -> None
         lines = [line for line in spec().splitlines() if not line.startswith(bad.split(":")[0])]
         with pytest.raises(InputError):
             ex.parse_spec(constants, "\n".join(lines) + "\n" + bad)
+
+
+@pytest.mark.parametrize("window", ["[0, 1e-300]", "[5, 5.0001]"])
+def test_a_window_too_short_to_record_is_refused(constants, window: str) -> None:  # type: ignore[no-untyped-def]
+    # before: queued, then run on no samples: numpy 'Mean of empty slice' warnings on stderr
+    # and a spike count of 0 reported as a result
+    text = spec().replace("[[0, 10], [10, 20]]", f"[{window}]")
+    with pytest.raises(InputError, match="shorter than 1 ms"):
+        ex.submit(Store(), constants, text, 0.0)

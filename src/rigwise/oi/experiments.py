@@ -28,6 +28,7 @@ from rigwise.oi.store import Store
 from rigwise.validate_input import load_yaml, validated
 
 FINAL = ("completed", "failed", "cancelled")
+MIN_WINDOW_S = 1e-3  # the spike detector's refractory period; a shorter window holds ~no samples
 
 
 class Stimulation(FileModel):
@@ -72,6 +73,10 @@ class ExperimentSpec(FileModel):
         for start, end in self.recording_windows_s:
             if not 0 <= start < end <= self.max_duration_s:
                 raise ValueError(f"recording window ({start}, {end}) must lie in 0..max_duration_s")
+            if end - start < MIN_WINDOW_S:  # no sample in it: a spike count of 0 that means nothing
+                raise ValueError(
+                    f"recording window ({start:g}, {end:g}) is shorter than 1 ms; make it longer"
+                )
         return self
 
 
