@@ -80,3 +80,21 @@ def test_devices_nodes_and_batch_take_digits_as_a_single_plan_does(key: str) -> 
         with pytest.raises(InputError, match=f"key '{key}' = '{written}'"):
             search_serving_layouts(model="llama-3.1-8b", on="2x h100-sxm", **{key: written})
     assert search_serving_layouts(model="llama-3.1-8b", on="2x h100-sxm", **{key: "2"}).rows
+
+
+def test_a_request_longer_than_the_models_context_is_bad_input(tmp_path: Path) -> None:
+    """--search --prompt 200k on llama-3.1-8b (131,072 tokens) found 512 layouts that 'fit',
+    where a single plan refuses the request; a config without a context length the same."""
+    with pytest.raises(InputError, match=r"200,256 tokens is longer than llama-3\.1-8b.s 131,072"):
+        search_serving_layouts(model="llama-3.1-8b", on="8x h100", prompt="200k")
+    found = search_serving_layouts(model="llama-3.1-8b", on="h100", prompt=130_944, gen=128)
+    assert found.best_aggregated is not None  # exactly the context: searched
+    config = tmp_path / "x" / "config.json"
+    config.parent.mkdir()
+    config.write_text(
+        '{"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336, '
+        '"num_attention_heads": 32, "num_key_value_heads": 8, "num_hidden_layers": 32, '
+        '"vocab_size": 128256}'
+    )
+    with pytest.raises(InputError, match="x's config gives no context length"):
+        search_serving_layouts(model=str(config.parent), on="h100")

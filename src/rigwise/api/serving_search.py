@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from rigwise.api import infer_stages as _stages
+from rigwise.api.context import request_too_long, require_context_length
 from rigwise.api.infer_memory import memory_of
 from rigwise.errors import InputError
 from rigwise.estimate.inference import Context
@@ -88,6 +89,9 @@ def search_serving_layouts(
     given = merged_options(options, fields)
     opts = validated(SearchOptions, given, "Bad option", "See `rigwise infer --help`.")
     spec = _stages.model_of(opts.model)
+    require_context_length(spec)  # as a single plan: no layout serves a request past it
+    if opts.prompt + opts.gen > spec.max_context:
+        request_too_long(opts.prompt, opts.gen, spec)
     cluster = _stages.cluster_of(opts.on, opts.nodes, opts.network, opts.cluster)
     engine = opts.engine or "vllm"
     _stages.check_engine(engine, cluster)
