@@ -121,6 +121,11 @@ def test_run_then_status_alarms_and_ack(capsys, tmp_path: Path) -> None:  # type
     assert code == 0 and "occlusion:feed" in json.loads(out)["latched_alarms"]
     code, out, _ = call(capsys, "oi", "ack", "occlusion", "--db", db, "--json")
     assert code == 1 and json.loads(out)["refused"]  # the line is still blocked
+    # before: exit 0 with nothing released or refused: the misspelt device matched no alarm
+    code, out, _ = call(capsys, "oi", "ack", "occlusion:fed", "--db", db, "--json")
+    assert code == 2 and "No alarm 'occlusion:fed'" in out and "occlusion:feed" in out
+    code, out, _ = call(capsys, "oi", "ack", "x" * 100_000, "--db", db, "--json")
+    assert code == 2 and len(out) < 1_000  # before: the whole argument echoed
     call(
         capsys,
         "oi",

@@ -89,13 +89,14 @@ def charts_data(store: Store, since_s: float = -1e18) -> dict[str, list[list[flo
 def ack(store: Store, what: str = "all", by: str = "operator") -> dict[str, Any]:
     """Acknowledge latched alarms in the store (a running controller picks the ack up at its next
     step). An alarm whose condition is still present is refused, never released."""
-    known = {a["kind"] for a in alarm_history(store)} | {"all"}
-    if what not in known and ":" not in what:
-        from rigwise.errors import InputError, closest
+    history = alarm_history(store)
+    known = {a["kind"] for a in history} | {f"{a['kind']}:{a['device']}" for a in history}
+    if what not in known | {"all"}:  # 'occlusion:bogus' acknowledged nothing and exited 0
+        from rigwise.errors import InputError, closest, shown_value
 
         raise InputError(
-            f"No alarm kind {what!r} in this store.",
-            hint=f"Did you mean: {', '.join(closest(what, sorted(known)))}?",
+            f"No alarm {shown_value(what)} in this store.",
+            hint=f"Did you mean: {', '.join(closest(what[:200], sorted(known | {'all'})))}?",
         )
     last = store.last_event()
     t_s = 0.0 if last is None else last.t_s
