@@ -67,6 +67,10 @@ def test_simulate_json_has_the_named_keys(capsys) -> None:  # type: ignore[no-un
         # before: exit 0 and a clean report: the fault / ack came after the run's end
         (["simulate", "--days", "1", "--fault", "occlusion@400d"], "would never happen"),
         (["simulate", "--days", "1", "--ack", "2d"], "after the simulation's end"),
+        # before: exit 0 after no step at all; and 'must be 1s..1h and 0..366d' naming neither
+        (["run", "--duration", "5s", "--period", "10s"], "--duration 5s is out of range"),
+        (["run", "--duration", "400d"], "--duration 400d is out of range"),
+        (["run", "--period", "0.5s"], "--period 0.5s is out of range"),
         # before: exit 0 and a clean report: no reading of a 'temprature' sensor was faulted
         (["simulate", "--fault", "sensor_oob:temprature@1d"], "Did you mean: temperature"),
         (["simulate", "--fault", "occlusion:drian@1d"], "Leave out ':drian'"),

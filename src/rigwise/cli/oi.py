@@ -179,8 +179,12 @@ def run(
     store = _store(db)
     c = load_constants(constants)
     duration_s, period_s = _seconds(duration, "--duration"), _seconds(period, "--period")
-    if not 1.0 <= period_s <= 3600.0 or duration_s <= 0 or duration_s > 366 * 86400:
-        fail("--period must be 1s..1h and --duration 0..366d.")
+    if not 1.0 <= period_s <= 3600.0:
+        fail(f"--period {period} is out of range.", hint="Use 1s to 1h, e.g. 10s.")
+    if not period_s <= duration_s <= 366 * 86400:  # under one period: no step ran, exit 0
+        fail(
+            f"--duration {duration} is out of range.", hint=f"Use {period} (one --period) to 366d."
+        )
     if hardware and faults:
         fail("--fault injects faults into the simulator; leave it out with --hardware.")
     endpoint = None
