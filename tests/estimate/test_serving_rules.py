@@ -207,3 +207,18 @@ def test_a_weight_format_a_gguf_engine_cannot_load_is_bad_input(engine: str, qua
 def test_gguf_types_load_in_llama_cpp_and_other_formats_in_vllm(quant: str) -> None:
     assert _plan(model="llama-3.1-8b", on="rtx-4090", engine="llama.cpp", quant=quant).fits
     assert _plan(model="llama-3.1-8b", on="rtx-4090", engine="vllm", quant="AWQ").fits
+
+
+@pytest.mark.parametrize(("kv", "bits"), [("q4_1", 5.0), ("q5_0", 5.5), ("f32", 32.0)])
+def test_llama_cpps_other_cache_types_plan_at_their_block_sizes(kv: str, bits: float) -> None:
+    """llama.cpp's --cache-type-k takes q4_1, q5_0 and f32 too (common/arg.cpp kv_cache_types;
+    ggml-common.h blocks: 20 and 22 bytes per 32 values); rigwise refused them as unknown
+    KV-cache dtypes while its refusal of fp8 listed them as what llama.cpp keeps."""
+    base = dict(model="llama-3.1-8b", on="rtx-4090", engine="llama.cpp", context=32768)
+    half = _plan(**base, kv_quant="f16").memory.kv_cache_bytes  # type: ignore[attr-defined]
+    plan = _plan(**base, kv_quant=kv)
+    assert plan.memory.kv_cache_bytes == pytest.approx(half * bits / 16)  # type: ignore[attr-defined]
+    with pytest.raises(InputError) as caught:
+        _plan(**base, kv_quant="fp8")
+    listed = caught.value.message.split(" in ")[1].split(";")[0].split(", ")
+    assert kv in listed and "q5_1" not in listed  # only what rigwise can plan is offered

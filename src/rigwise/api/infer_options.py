@@ -87,7 +87,7 @@ class InferOptions:
     quant: str | None = None
     """Weights format: Q4_K_M, Q8_0, BF16, FP8, AWQ-4bit-g128, NF4, MXFP4 ... (engine default)."""
     kv_quant: str | None = None
-    """KV cache dtype: f16, bf16, fp8, q8_0, q4_0 (engine default)."""
+    """KV cache dtype: f16, bf16, fp8, q8_0, q4_0, q4_1, q5_0, f32 (engine default)."""
     prompt: int = option(512, ge=1, le=MAX_CONTEXT_TOKENS, before=_count)
     """Prompt tokens."""
     gen: int = option(128, ge=1, le=MAX_CONTEXT_TOKENS, before=_count)

@@ -92,7 +92,7 @@ def run_queries(path: str, fields: Selection | None = None) -> int:
 @click.option("--cluster", "cluster", type=click.Path(), help="Heterogeneous cluster YAML file.")
 @rig_option
 @click.option("--quant", help="Weights: Q4_K_M, Q8_0, F16, BF16, FP8, AWQ-4bit-g128, NF4, MXFP4...")
-@click.option("--kv-quant", help="KV cache dtype: f16, bf16, fp8, q8_0, q4_0.")
+@click.option("--kv-quant", help="KV cache dtype: f16, bf16, fp8, q8_0, q4_0, q4_1, q5_0, f32.")
 @click.option("--prompt", help="Prompt tokens (default 512), or 'max': the longest that fits.")
 @click.option("--gen", help="Generated tokens (default 128).")
 @click.option(

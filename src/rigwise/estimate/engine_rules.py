@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from rigwise.catalog.loader import read_csv
 from rigwise.catalog.match import first_glob_row, glob_match
+from rigwise.errors import RigwiseError
 from rigwise.hardware import Accelerator
 from rigwise.models import ModelSpec, kv_cache_format
 from rigwise.units import GiB
@@ -128,12 +129,21 @@ def kv_violation(engine: str, kv_dtype: str) -> Violation | None:
             continue
         allowed = _globs(rule.value)
         if name not in allowed:
+            planned = [a for a in allowed if _kv_format(a)]  # the ones rigwise can plan
             return Violation(
                 rule.name,
-                f"--engine {engine} keeps its KV cache in {', '.join(allowed)}; not {kv_dtype}.",
+                f"--engine {engine} keeps its KV cache in {', '.join(planned)}; not {kv_dtype}.",
                 rule.source,
             )
     return None
+
+
+def _kv_format(name: str) -> bool:
+    try:
+        kv_cache_format(name)
+    except RigwiseError:
+        return False
+    return True
 
 
 def weights_violation(engine: str, quant: str) -> Violation | None:

@@ -108,7 +108,7 @@ def quant_format(name: str) -> QuantFormat:
 
 @functools.lru_cache(maxsize=64)
 def kv_cache_format(name: str) -> QuantFormat:
-    """A format usable for the KV cache: f16/fp16, bf16, fp8, q8_0, q4_0."""
+    """A format usable for the KV cache: f16/fp16, bf16, fp8, q8_0, q4_0, q4_1, q5_0, f32."""
     try:
         fmt = quant_format(name)
     except UnknownNameError:  # not a format at all: name the KV-cache dtypes, not weights'
