@@ -34,3 +34,27 @@ def test_a_plain_value_reads(tmp_path: Path) -> None:
     path = tmp_path / "plant.yaml"
     path.write_text("rows:\n  - {key: exchange_volume_ml, value: '2.5', unit: mL, source: lab}\n")
     assert load_constants(path)["exchange_volume_ml"] == 2.5
+
+
+@pytest.mark.parametrize(
+    ("rows", "version", "says"),
+    [
+        # before: an internal error (ValueError from int()) instead of naming the value
+        ("", "abc", "version 'abc' is not a whole number"),
+        # before: ZeroDivisionError in the health index during `oi simulate`
+        ("  - {key: exchange_interval_s, value: 0, unit: s, source: lab}\n", 1, "must be > 0"),
+        # before: read; a negative interval scheduled an exchange every step
+        ("  - {key: exchange_interval_s, value: -5, unit: s, source: lab}\n", 1, "must be > 0"),
+        ("  - {key: reservoir_min_ml, value: -1, unit: mL, source: lab}\n", 1, "must be >= 0"),
+        # before: the second row silently won
+        ("  - {key: pid_kp, value: 1, unit: x, source: a}\n" * 2, 1, "'pid_kp' appears twice"),
+    ],
+)
+def test_a_constant_out_of_its_domain_is_named(
+    tmp_path: Path, rows: str, version: object, says: str
+) -> None:
+    path = tmp_path / "plant.yaml"
+    base = "  - {key: exchange_volume_ml, value: 1, unit: mL, source: lab}\n"
+    path.write_text(f"version: {version}\nrows:\n{base}{rows}")
+    with pytest.raises(RigwiseError, match=says):
+        load_constants(path)

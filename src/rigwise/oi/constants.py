@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from rigwise.errors import CatalogError, InputError
+from rigwise.errors import CatalogError, InputError, shown_value
 from rigwise.validate_input import load_yaml, plain_number, read_user_text
 
 
@@ -64,25 +64,44 @@ class Constants:
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
+# Divisors and rates of the model: zero divides by zero or never moves ('exchange_interval_s: 0'
+# was a ZeroDivisionError in the health index).
+POSITIVE = ("exchange_interval_s", "thermal_time_constant_s", "pump_flow_ml_per_s")
+_FIX = "Fix the row in your copy of plant.yaml: every value is a finite number >= 0."
+
+
 def _parse(raw: Any, origin: str) -> Constants:
     if not isinstance(raw, dict) or not isinstance(raw.get("rows"), list):
         raise CatalogError(f"{origin}: expected a mapping with a `rows` list.")
-    rows = []
-    for item in raw["rows"]:
-        if not isinstance(item, dict) or not item.get("source"):
-            raise CatalogError(f"{origin}: row {item!r} needs key, value, unit and a source.")
-        try:
-            rows.append(
-                Constant(
-                    str(item["key"]),
-                    plain_number(item["value"]),  # float() took true, '1_000', '.inf'
-                    str(item["unit"]),
-                    str(item["source"]),
-                )
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise CatalogError(f"{origin}: bad row {item!r} ({exc}).") from exc
-    return Constants(tuple(rows), int(raw.get("version", 1)), origin)
+    rows = [_row(item, origin) for item in raw["rows"]]
+    seen: set[str] = set()
+    for row in rows:
+        if row.key in seen:
+            raise CatalogError(f"{origin}: key {row.key!r} appears twice.", hint=_FIX)
+        seen.add(row.key)
+        if row.value < 0 or (row.key in POSITIVE and row.value == 0):
+            least = "> 0" if row.key in POSITIVE else ">= 0"
+            raise CatalogError(f"{origin}: {row.key} = {row.value:g} must be {least}.", hint=_FIX)
+    version = raw.get("version", 1)
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise CatalogError(
+            f"{origin}: version {shown_value(version)} is not a whole number.", hint="Write 1."
+        )
+    return Constants(tuple(rows), version, origin)
+
+
+def _row(item: Any, origin: str) -> Constant:
+    if not isinstance(item, dict) or not item.get("source"):
+        raise CatalogError(f"{origin}: row {item!r} needs key, value, unit and a source.")
+    try:
+        return Constant(
+            str(item["key"]),
+            plain_number(item["value"]),  # float() took true, '1_000', '.inf'
+            str(item["unit"]),
+            str(item["source"]),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CatalogError(f"{origin}: bad row {item!r} ({exc}).") from exc
 
 
 def load_constants(path: str | Path | None = None) -> Constants:
