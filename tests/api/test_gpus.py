@@ -28,3 +28,5 @@ def test_an_unknown_vendor_is_named_not_an_empty_list() -> None:
     with pytest.raises(UnknownNameError, match="Did you mean: nvidia"):
         list_gpus(vendor="nvdia")
     assert list_gpus(vendor="NVIDIA").devices
+    # ' amd ' (as a form or a script may send it) said "Unknown vendor ' amd '"
+    assert list_gpus(vendor=" amd ").devices == list_gpus(vendor="amd").devices

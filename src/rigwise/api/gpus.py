@@ -121,7 +121,7 @@ def list_gpus(options: GpusOptions | None = None, /, **fields: object) -> GpuLis
         return GpuList(tuple(devices), tuple(notes))
     devices = list(accelerators())
     if opts.vendor:
-        vendor, known = opts.vendor.lower(), sorted({d.vendor for d in devices})
+        vendor, known = opts.vendor.strip().lower(), sorted({d.vendor for d in devices})
         if vendor not in known:  # was an empty list, as if the vendor had no devices
             raise UnknownNameError("vendor", opts.vendor, closest(vendor, known))
         devices = [d for d in devices if d.vendor == vendor]
