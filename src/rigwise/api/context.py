@@ -52,9 +52,10 @@ def require_context_length(spec: ModelSpec) -> None:
     (training plans need none) said "640 tokens is longer than x's 0-token context"."""
     if spec.max_context <= 0:
         raise InputError(
-            f"{spec.name}'s config gives no context length (max_position_embeddings is missing "
-            "or 0).",
-            hint='Add "max_position_embeddings": N (the longest context it was trained for).',
+            f"{spec.name}'s config gives no context length (max_position_embeddings, or "
+            "n_positions / max_seq_len, is missing or 0).",
+            hint='Add the longest context it was trained for ("max_position_embeddings": N; '
+            '"max_seq_len" for MPT).',
         )
 
 
