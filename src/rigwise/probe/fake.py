@@ -12,7 +12,7 @@ import dataclasses
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import Field, field_validator
 
@@ -32,6 +32,9 @@ from rigwise.probe.report import (
 from rigwise.units import parse_bytes
 
 ENV_VAR = "RIGWISE_FAKE_HARDWARE"
+MAX_GPUS = 1024  # per fake machine (and disks, NICs): a node has at most a few dozen
+MAX_COUNT = 1_048_576
+MAX_WATTS = 1e6
 
 
 def _bytes(value: Any) -> float:
@@ -51,28 +54,28 @@ def _sample_fields(value: dict[str, float]) -> dict[str, float]:
 
 class FakeCpu(FileModel):
     model: str = "Fake CPU"
-    cores: int = Field(default=8, ge=1)
-    threads: int = Field(default=16, ge=1)
-    numa_nodes: int = Field(default=1, ge=1)
+    cores: int = Field(default=8, ge=1, le=MAX_COUNT)
+    threads: int = Field(default=16, ge=1, le=MAX_COUNT)
+    numa_nodes: int = Field(default=1, ge=1, le=MAX_COUNT)
     isa_features: list[str] = Field(default_factory=list)
 
 
 class FakePcie(FileModel):
-    current_gen: int | None = None
-    max_gen: int | None = None
-    current_width: int | None = None
-    max_width: int | None = None
+    current_gen: int | None = Field(None, ge=1, le=16)
+    max_gen: int | None = Field(None, ge=1, le=16)
+    current_width: int | None = Field(None, ge=1, le=64)
+    max_width: int | None = Field(None, ge=1, le=64)
 
 
 class FakeGpu(FileModel):
-    name: str
+    name: str = Field(min_length=1, max_length=200)
     memory: float = Field(description="bytes, or a size string such as '24GB'")
     pcie: FakePcie | None = None
-    power_limit_watts: float | None = None
-    power_default_limit_watts: float | None = None
-    numa_node: int | None = None
-    nvlink_links_active: int = 0
-    performance_state: int | None = None
+    power_limit_watts: float | None = Field(None, gt=0, le=MAX_WATTS)
+    power_default_limit_watts: float | None = Field(None, gt=0, le=MAX_WATTS)
+    numa_node: int | None = Field(None, ge=0, le=MAX_COUNT)
+    nvlink_links_active: int = Field(0, ge=0, le=MAX_COUNT)
+    performance_state: int | None = Field(None, ge=0, le=15)  # NVML's P0 to P15
     # GpuSample fields for `rigwise monitor`; bench figures, keyed by measurement name
     sample: dict[str, float] = Field(default_factory=dict)
     measured: dict[str, float] = Field(default_factory=dict)
@@ -93,16 +96,19 @@ class FakeDisk(FileModel):
 class FakeNic(FileModel):
     name: str
     up: bool = True
-    speed_bits_per_s: float | None = None
+    speed_bits_per_s: float | None = Field(None, gt=0, le=1e15)
 
 
 class FakeMachine(FileModel):
     cpu: FakeCpu = FakeCpu()
     memory: float = 64e9
-    gpus: list[FakeGpu] = Field(default_factory=list)
-    topology: list[list[str]] | None = None
-    disks: list[FakeDisk] = Field(default_factory=list)
-    network: list[FakeNic] = Field(default_factory=list)
+    # bounded: the topology is GPUs x GPUs (30,000 GPUs in a 1 MB file took > 5 GB and minutes)
+    gpus: list[FakeGpu] = Field(default_factory=list, max_length=MAX_GPUS)
+    topology: list[Annotated[list[str], Field(max_length=MAX_GPUS)]] | None = Field(
+        None, max_length=MAX_GPUS
+    )
+    disks: list[FakeDisk] = Field(default_factory=list, max_length=MAX_GPUS)
+    network: list[FakeNic] = Field(default_factory=list, max_length=MAX_GPUS)
     driver_version: str | None = None
     cuda_driver_version: str | None = None
 
