@@ -77,3 +77,42 @@ def test_a_damaged_store_is_named_not_an_internal_error(private_data_dir: Path) 
     (private_data_dir / store.DB_NAME).write_text("not a database")
     with pytest.raises(InputError, match=r"Cannot open the calibration store .*not a database"):
         store.load_calibration("rtx-4090", "machine-a")
+
+
+@pytest.mark.parametrize(
+    ("change", "read"),
+    [
+        # before: exit 70 'internal error' (ValueError, JSONDecodeError, AttributeError, ...)
+        ("UPDATE runs SET started_at = 'garbage'", "source"),
+        ("UPDATE runs SET started_at = '2026-01-01T00:00:00'", "source"),  # no time zone
+        ("UPDATE runs SET report_json = 'not json'", "history"),
+        ("UPDATE runs SET report_json = 'not json'", "measured"),
+        ("UPDATE runs SET report_json = '[1]'", "source"),
+        ('UPDATE runs SET report_json = \'{"measurements": [{"x": 1}]}\'', "history"),
+        ("UPDATE factors SET value = 'abc'", "load"),
+    ],
+)
+def test_a_damaged_row_is_named_not_an_internal_error(change: str, read: str) -> None:
+    import sqlite3
+
+    from rigwise.bench.measured import latest_measured_platform
+
+    store.save_run(
+        "machine-a",
+        "2026-01-01T00:00:00+00:00",
+        False,
+        {**_report("x", 1), "measured_platform": None},
+        {"rtx-4090": {"decode_bandwidth_efficiency": 0.5}},
+    )
+    with sqlite3.connect(store.db_path()) as connection:
+        connection.execute(change)
+    connection.close()
+    readers = {
+        "source": lambda: store.calibration_source("rtx-4090", "machine-a"),
+        "history": lambda: store.history("machine-a"),
+        "load": lambda: store.load_calibration("rtx-4090", "machine-a"),
+        "measured": lambda: latest_measured_platform("machine-a"),
+    }
+    with pytest.raises(InputError, match="has a damaged row") as caught:
+        readers[read]()
+    assert "Move it aside" in str(caught.value.hint)

@@ -90,6 +90,21 @@ def _connect() -> Iterator[sqlite3.Connection]:
         connection.close()
 
 
+@contextmanager
+def stored_rows() -> Iterator[None]:
+    """Around reading what the store holds: a row changed by hand or by another program is the
+    machine's, not a bug (a 'started_at' of 'garbage' or a report that is no JSON was exit 70)."""
+    try:
+        yield
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        detail = f"{type(exc).__name__}: {exc}"[:200]
+        raise InputError(
+            f"The calibration store {str(db_path())!r} has a damaged row ({detail}).",
+            hint=f"Move it aside, or set {DATA_DIR_ENV} to another folder; then run `rigwise "
+            "bench` again.",
+        ) from None
+
+
 def fingerprint(report: Any) -> str:
     """A stable id of this machine's hardware: host, CPU, RAM (GiB), GPUs (name + uuid).
 
@@ -170,7 +185,10 @@ def load_calibration(accelerator_id: str, fingerprint_id: str | None = None) -> 
             (fingerprint_id, accelerator_id),
         ).fetchall()
     # rows stored before the bounds existed are ignored, never applied
-    return {key: float(value) for key, value in rows if bounds_problem(key, float(value)) is None}
+    with stored_rows():
+        return {
+            key: float(value) for key, value in rows if bounds_problem(key, float(value)) is None
+        }
 
 
 @dataclass(frozen=True)
@@ -216,9 +234,10 @@ def calibration_source(
             "SELECT key FROM factors WHERE run_id = ? AND accelerator_id = ?",
             (row[0], accelerator_id),
         ).fetchall()
-    started = datetime.fromisoformat(str(row[1]))
-    age = (datetime.now(UTC) - started).total_seconds()
-    origin = json.loads(row[3]).get("imported_from")
+    with stored_rows():
+        started = datetime.fromisoformat(str(row[1]))
+        age = (datetime.now(UTC) - started).total_seconds()
+        origin = json.loads(row[3]).get("imported_from")
     return CalibrationSource(
         int(row[0]),
         str(row[1]),
@@ -251,8 +270,9 @@ def history(fingerprint_id: str | None = None, limit: int = 20) -> tuple[History
         ).fetchall()
     entries = []
     for run_id, started_at, quick, report_json in reversed(rows):
-        measurements = json.loads(report_json).get("measurements", [])
-        values = {f"{m['name']}@{m['device']}": float(m["value"]) for m in measurements}
-        units = {f"{m['name']}@{m['device']}": str(m["unit"]) for m in measurements}
+        with stored_rows():
+            measurements = json.loads(report_json).get("measurements", [])
+            values = {f"{m['name']}@{m['device']}": float(m["value"]) for m in measurements}
+            units = {f"{m['name']}@{m['device']}": str(m["unit"]) for m in measurements}
         entries.append(HistoryEntry(int(run_id), str(started_at), bool(quick), values, units))
     return tuple(entries)

@@ -29,6 +29,7 @@ from rigwise.bench.calibration import (
     current_fingerprint,
     db_path,
     load_calibration,
+    stored_rows,
 )
 from rigwise.bench.result import MeasuredFigures, Measurement
 from rigwise.hardware.types import Accelerator
@@ -123,17 +124,18 @@ def latest_measured_platform(fingerprint_id: str | None = None) -> MeasuredPlatf
             (fingerprint_id,),
         ).fetchall()
     for run_id, started_at, report_json in rows:
-        stored = json.loads(report_json).get("measured_platform")
-        if not stored:
-            continue
-        started = datetime.fromisoformat(str(started_at))
-        return MeasuredPlatform(
-            to_accelerator(stored["figures"], int(run_id), str(started_at)),
-            int(run_id),
-            str(started_at),
-            (datetime.now(UTC) - started).total_seconds(),
-            str(stored["reason"]),
-        )
+        with stored_rows():
+            stored = json.loads(report_json).get("measured_platform")
+            if not stored:
+                continue
+            started = datetime.fromisoformat(str(started_at))
+            return MeasuredPlatform(
+                to_accelerator(stored["figures"], int(run_id), str(started_at)),
+                int(run_id),
+                str(started_at),
+                (datetime.now(UTC) - started).total_seconds(),
+                str(stored["reason"]),
+            )
     return None
 
 
