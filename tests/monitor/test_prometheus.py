@@ -100,3 +100,13 @@ def test_grafana_dashboard_charts_only_metrics_we_serve() -> None:
 
     used = {m for expr in expressions for m in re.findall(r"rigwise_[a-z0-9_]+", expr)}
     assert used <= served, used - served
+
+
+@pytest.mark.parametrize("host", ["bogus.invalid", "10.255.255.1"])
+def test_an_address_that_is_not_this_machines_says_so(host: str) -> None:
+    # before: 'Pick another port with --port, or stop what is using it.' for a bad --host
+    from rigwise.errors import ProbeError
+
+    with pytest.raises(ProbeError) as caught:
+        serve(FakeBackend(), port=0, host=host).stop()
+    assert "Give an address of this machine" in str(caught.value.hint)

@@ -8,6 +8,8 @@ prometheus.io/docs/practices/naming). docs/grafana-dashboard.json charts them.
 
 from __future__ import annotations
 
+import errno
+import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -108,6 +110,9 @@ def serve_collector(collector: Any, port: int, host: str, what: str, hint: str) 
     try:
         server, thread = client.start_http_server(port, addr=host, registry=registry)
     except OSError as exc:
+        if isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL:
+            # the address, not the port: 'Pick another port' sent people the wrong way
+            hint = "Give an address of this machine, e.g. 127.0.0.1 (or 0.0.0.0 for every one)."
         raise ProbeError(
             f"Cannot serve {what} on {host}:{port} ({exc.strerror}).", hint=hint
         ) from exc
