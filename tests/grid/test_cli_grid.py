@@ -147,3 +147,28 @@ def test_a_bad_grid_url_is_bad_input(
 ) -> None:
     code, _, err = run(capsys, "logs", "job-1", "--url", url, "--token", "t")
     assert code == 2 and says in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "says"),
+    [
+        # before: exit 70 'internal error at decoder.py:355: JSONDecodeError'
+        (200, b"<html>hi</html>", "did not answer JSON to GET /api/jobs"),
+        (200, b"[1, 2", "did not answer JSON to GET /api/jobs"),
+        # before: 'Grid: None' (an empty 404) and 'Grid: <!DOCTYPE HTML>...', no hint
+        (404, b"", "answered 404 to GET /api/jobs without the coordinator's error"),
+        (502, b"<!DOCTYPE HTML><p>Bad gateway</p>", "answered 502 to GET /api/jobs"),
+        (404, b"[1]", "answered 404 to GET /api/jobs"),
+    ],
+)
+def test_a_server_that_is_no_coordinator_is_named(status: int, body: bytes, says: str) -> None:
+    import httpx
+
+    from rigwise.errors import RigwiseError
+    from rigwise.grid.client import GridClient
+
+    transport = httpx.MockTransport(lambda request: httpx.Response(status, content=body))
+    client = GridClient("http://10.0.0.5:8765", "t", transport=transport)
+    with pytest.raises(RigwiseError, match=says) as caught:
+        client.jobs()
+    assert "rigwise coordinator" in str(caught.value.hint)

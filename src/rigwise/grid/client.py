@@ -11,6 +11,9 @@ from rigwise.errors import GridError, InputError
 
 URL_ENV = "RIGWISE_GRID_URL"
 TOKEN_ENV = "RIGWISE_GRID_TOKEN"
+_NOT_A_COORDINATOR = (
+    f"Is that a rigwise coordinator? Give the URL `rigwise grid up` printed (--url or {URL_ENV})."
+)
 
 
 def _checked_url(url: str) -> str:
@@ -66,15 +69,27 @@ class GridClient:
             try:
                 body = response.json()
             except ValueError:
-                body = {"error": response.text[:200]}
+                body = None
+            said = body.get("error") or body.get("detail") if isinstance(body, dict) else None
+            if not said:  # not the coordinator's answer ('Grid: None', 'Grid: <!DOCTYPE HTML>')
+                raise GridError(
+                    f"The grid at {self.url} answered {response.status_code} to {method} {path}"
+                    " without the coordinator's error.",
+                    hint=_NOT_A_COORDINATOR,
+                )
             error = InputError if response.status_code in (400, 404, 422) else GridError
-            raise error(
-                f"Grid: {body.get('error') or body.get('detail')}", hint=body.get("hint") or None
-            )
+            raise error(f"Grid: {said}", hint=body.get("hint") or None)
         return response
 
     def _json(self, method: str, path: str, **kwargs: Any) -> Any:
-        return self._call(method, path, **kwargs).json()
+        response = self._call(method, path, **kwargs)
+        try:
+            return response.json()
+        except ValueError:  # an HTML page or a cut-off body was an internal error (exit 70)
+            raise GridError(
+                f"The grid at {self.url} did not answer JSON to {method} {path}.",
+                hint=_NOT_A_COORDINATOR,
+            ) from None
 
     def join(
         self, facts: dict[str, Any], name: str, owner: str, labels: dict[str, str]
