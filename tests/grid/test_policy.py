@@ -98,3 +98,16 @@ def test_join_facts_from_a_request_are_checked_key_by_key(
     assert caught.value.message.startswith("facts: ")
     assert named in caught.value.message
     assert facts_from_request(make_facts().to_dict()) == make_facts()  # probed facts pass
+
+
+@pytest.mark.parametrize("text", ["bogus_key: 1\n", "- 1\n", "a: [\n"])
+def test_grid_up_reads_the_policy_before_it_starts_anything(tmp_path: Path, text: str) -> None:
+    # before: make_config took any --policy; GridService read it after `grid up` had started
+    # the Ray head, which the error then left running
+    from rigwise.grid.config import make_config
+
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(text)
+    with pytest.raises(InputError, match="Policy"):
+        make_config(tmp_path / "grid", policy_file=policy)
+    assert not (tmp_path / "grid").exists()

@@ -74,6 +74,11 @@ def make_config(
         raise InputError(f"replicas must be at least 1, got {replicas}.", hint="Use --replicas 2.")
     if not 0 < port < 65536:
         raise InputError(f"Port {port} is out of range.", hint="Use a port like 8765.")
+    policy = Path(policy_file).expanduser().resolve() if policy_file else None
+    if policy is not None:  # read now: 'grid up' read it after starting the Ray head
+        from rigwise.grid.policy import load_policy
+
+        load_policy(policy)
     root = Path(data_dir).expanduser().resolve()
     if not root.exists():  # an existing folder keeps its mode; the files in it are 0600
         root.mkdir(mode=0o700, parents=True)
@@ -84,7 +89,6 @@ def make_config(
             f"Unsupported database URL {url!r}.",
             hint="Use sqlite:///path/grid.sqlite or postgresql://user@host/db.",
         )
-    policy = Path(policy_file).expanduser().resolve() if policy_file else None
     stores = tuple(Path(d).expanduser().resolve() for d in store_dirs)
     for store in stores:
         if not store.is_dir():
