@@ -118,3 +118,34 @@ def test_verify_command_passes_an_intact_ledger_and_names_a_missing_grid(
     assert main(["grid", "credits", "verify", "--data-dir", str(database.parent)]) == 0
     assert "ledger intact: 4 entries" in capsys.readouterr().out
     assert main(["grid", "credits", "verify", "--data-dir", str(tmp_path / "none")]) == 2
+
+
+@pytest.mark.parametrize(
+    ("db", "says"),
+    [
+        # before: exit 0 '{"ok": true, "entries": 0}' after creating the folder and the file
+        ("sqlite:///{tmp}/nowhere/grid.sqlite", "No grid database at"),
+        # before: exit 70 'internal error at db.py: DatabaseError: file is not a database'
+        ("sqlite:///{tmp}/garbage.sqlite", "file is not a database"),
+        # before: exit 70 'internal error at psycopg.py: ModuleNotFoundError' (no psycopg here)
+        ("postgresql://u:secret@127.0.0.1:1/db", "postgresql://...@127.0.0.1:1/db"),
+    ],
+)
+def test_verify_names_a_database_it_cannot_read(
+    grid: tuple[GridService, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], db, says
+) -> None:  # type: ignore[no-untyped-def]
+    if db.startswith("postgresql"):
+        try:
+            import psycopg  # noqa: F401
+
+            pytest.skip("psycopg is installed: the URL is read")
+        except ImportError:
+            pass
+    (tmp_path / "garbage.sqlite").write_text("garbage")
+    _, database = grid
+    url = db.format(tmp=tmp_path)
+    args = ["grid", "credits", "verify", "--data-dir", str(database.parent), "--db", url]
+    assert main([*args, "--json"]) == 2
+    out = capsys.readouterr().out
+    assert says in json.loads(out)["error"] and "secret" not in out
+    assert not (tmp_path / "nowhere").exists()

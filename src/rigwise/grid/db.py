@@ -29,9 +29,10 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
-from rigwise.errors import GridError
+from rigwise.errors import GridError, InputError
 
 
 class Base(DeclarativeBase):
@@ -219,9 +220,18 @@ def open_database(url: str) -> sessionmaker[Session]:
         _private_sqlite_file(url)
     # the scheduler thread and API requests write concurrently: wait for the lock, and let
     # readers proceed during a write (write-ahead log)
-    engine: Engine = create_engine(url, connect_args={"timeout": 30} if sqlite else {})
-    if sqlite:
-        event.listen(engine, "connect", _sqlite_wal)
-    Base.metadata.create_all(engine)
-    _add_missing_columns(engine)
+    try:
+        engine: Engine = create_engine(url, connect_args={"timeout": 30} if sqlite else {})
+        if sqlite:
+            event.listen(engine, "connect", _sqlite_wal)
+        Base.metadata.create_all(engine)
+        _add_missing_columns(engine)
+    except (ImportError, SQLAlchemyError) as exc:  # the machine's, not a bug (was exit 70)
+        reason = str(getattr(exc, "orig", None) or exc).splitlines()[0][:200]
+        shown = url if "@" not in url else f"{url.split('://')[0]}://...@{url.split('@')[-1]}"
+        raise InputError(  # the URL without its user and password
+            f"Cannot open the grid database {shown!r}: {reason}.",
+            hint="Check --db (postgresql needs the psycopg package), or move a damaged "
+            "SQLite file aside.",
+        ) from None
     return sessionmaker(engine, expire_on_commit=False)

@@ -198,6 +198,13 @@ def verify_store(data_dir: Path, db_url: str | None = None) -> ChainCheck:
             f"No grid ledger key in {str(root)!r} ({KEY_FILE} not found).",
             hint="Pass the --data-dir that `rigwise grid up` used, on the coordinator.",
         )
-    sessions = open_database(db_url or f"sqlite:///{root / DB_FILE}")
+    url = db_url or f"sqlite:///{root / DB_FILE}"
+    path = url.split(":///", 1)[1] if url.startswith("sqlite") and ":///" in url else None
+    if path is not None and not Path(path).is_file():  # a check made one and said 'intact'
+        raise InputError(
+            f"No grid database at {path!r}.",
+            hint="Pass the --data-dir (or --db) that `rigwise grid up` used, on the coordinator.",
+        )
+    sessions = open_database(url)
     with sessions() as session:
         return verify(session, load_key(root), root)
