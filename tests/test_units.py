@@ -43,6 +43,14 @@ def test_bad_sizes_name_the_value(bad: str) -> None:
     assert repr(bad) in str(info.value)
 
 
+@pytest.mark.parametrize("bare", ["24", "1e400"])
+def test_a_size_without_a_unit_says_so(bare: str) -> None:
+    # before: "Unknown size unit '' in '24'." (GET /api/gpus?min_memory=24, rigwise gpus)
+    with pytest.raises(InputError, match=f"No size unit in '{bare}'") as info:
+        parse_bytes(bare)
+    assert "'24GB'" in str(info.value.hint)
+
+
 def test_formatting() -> None:
     assert format_bytes(24e9) == "24 GB"
     assert format_seconds(0.0123) == "12.3 ms"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 
-from rigwise.errors import InputError
+from rigwise.errors import InputError, shown_value
 
 KB = 1e3
 MB = 1e6
@@ -85,9 +85,10 @@ def parse_bytes(text: str | float | int) -> float:
     if isinstance(text, int | float):
         return _checked(text, text, "size", "24GB")
     value, unit = _split(text, "size", "24GB")
-    if unit not in _BYTE_UNITS:
+    if unit not in _BYTE_UNITS:  # text without a unit said "Unknown size unit ''"
+        what = f"Unknown size unit {unit!r} in" if unit else "No size unit in"
         raise InputError(
-            f"Unknown size unit {unit!r} in {text!r}.", hint="Use B, KB, MB, GB, TB or GiB."
+            f"{what} {shown_value(text)}.", hint="Use B, KB, MB, GB, TB or GiB, e.g. '24GB'."
         )
     return _checked(value * _BYTE_UNITS[unit], text, "size", "24GB")
 
