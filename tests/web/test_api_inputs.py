@@ -150,6 +150,7 @@ def test_an_unknown_parameter_is_refused(client: Any, path: str, params: dict[st
         ("POST", "/api/train", None, b'{"options": "str"}', 422, "options"),
         ("POST", "/api/gpus", None, b"{}", 405, "POST /api/gpus"),
         ("GET", "/api/nothing", None, None, 404, "/api/nothing"),
+        ("POST", "/api/infer", None, b'{"options": {"model": "caf\xe9"}}', 400, "parsing the body"),
     ],
 )
 def test_every_error_is_the_apis_own_format(  # type: ignore[no-untyped-def]
@@ -161,3 +162,5 @@ def test_every_error_is_the_apis_own_format(  # type: ignore[no-untyped-def]
     assert response.status_code == status, response.text
     answer = response.json()
     assert set(answer) == {"error", "hint"} and named in answer["error"], answer
+    # before: a body that is no UTF-8 JSON had the hint "See /docs for the API's routes"
+    assert ("routes" in answer["hint"]) == (status in (404, 405)), answer

@@ -51,3 +51,23 @@ def test_a_declared_oversized_body_gets_413_without_calling_the_app() -> None:
     scope = {"type": "http", "headers": [(b"content-length", b"11")]}
     asyncio.run(budget(scope, receive, send))
     assert sent[0]["status"] == 413 and not called
+
+
+def test_a_content_length_that_is_no_count_gets_400_naming_it() -> None:
+    # before: 413 'The request body is over 10 bytes.' for a header of 'abc' or '-1'
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        raise AssertionError("the app is not called")
+
+    for value in (b"abc", b"-1"):
+        sent: list[dict[str, Any]] = []
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)  # noqa: B023
+
+        async def receive() -> dict[str, Any]:
+            return {"type": "http.request", "body": b""}
+
+        scope = {"type": "http", "headers": [(b"content-length", value)]}
+        asyncio.run(RequestBudget(app, max_body_bytes=10)(scope, receive, send))
+        assert sent[0]["status"] == 400
+        assert repr(value.decode()) in json.loads(sent[1]["body"])["error"]

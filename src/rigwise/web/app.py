@@ -219,7 +219,11 @@ def _guards(app: FastAPI) -> None:
 
     @app.exception_handler(HTTPException)
     async def _http_error(request: Request, exc: HTTPException) -> JSONResponse:
-        hint = "See /docs for the API's routes and methods."
+        hint = (
+            "See /docs for the API's routes and methods."
+            if exc.status_code in (404, 405)
+            else "Send the body as JSON in UTF-8, as /docs shows."  # a body FastAPI cannot parse
+        )
         return JSONResponse(
             {"error": f"{exc.detail}: {request.method} {request.url.path}.", "hint": hint},
             status_code=exc.status_code,

@@ -37,7 +37,11 @@ class RequestBudget:
             await self.app(scope, receive, send)
             return
         declared = dict(scope.get("headers") or []).get(b"content-length")
-        if declared is not None and (not declared.isdigit() or int(declared) > self.max_body_bytes):
+        if declared is not None and not declared.isdigit():  # was a 413 'over 1,048,576 bytes'
+            shown = declared[:40].decode("latin-1")
+            await _answer(send, 400, f"The Content-Length header {shown!r} is not a byte count.")
+            return
+        if declared is not None and int(declared) > self.max_body_bytes:
             await _answer(send, 413, f"The request body is over {self.max_body_bytes:,} bytes.")
             return
         seen = 0
