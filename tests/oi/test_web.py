@@ -103,3 +103,14 @@ def test_live_page_in_chromium(oi_db, live_server: str) -> None:  # noqa: F811
         assert tab.inner_text("#oi-health-value") == "ALARM"
         tab.screenshot(path=str(ARTIFACTS / "oi.png"), full_page=True)
         browser.close()
+
+
+def test_page_on_a_damaged_store_is_a_page_naming_it(client, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # before: /oi answered the API's JSON {"error": ...} instead of the page
+    bad = tmp_path / "bad.sqlite3"
+    bad.write_text("garbage")
+    monkeypatch.setenv(DB_ENV, str(bad))
+    page = client.get("/oi")
+    assert page.status_code == 400 and page.headers["content-type"].startswith("text/html")
+    assert "is not an O.I. store" in page.text
+    assert client.get("/api/oi/status").status_code == 400  # the JSON twin stays JSON

@@ -14,6 +14,7 @@ from typing import Any
 from fastapi import FastAPI, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 
+from rigwise.errors import RigwiseError
 from rigwise.serialize import to_jsonable
 from rigwise.web import views
 
@@ -74,7 +75,11 @@ def oi_context() -> dict[str, Any]:
 
     ctx = views.page("Organoids", "/oi", store=str(store_path()), state=None, figures=[])
     ctx["nav"] = (*ctx["nav"], ("/oi", "Organoids"))
-    store = _open()
+    try:
+        store = _open()
+    except RigwiseError as exc:  # a damaged store: the page says so (it was a bare JSON body)
+        ctx["error"] = f"{exc.message} {exc.hint or ''}".strip()
+        return ctx
     if store is None:
         return ctx
     try:
