@@ -83,6 +83,14 @@ def test_bad_input_exits_2_with_the_fix(capsys, tmp_path: Path, args, fix) -> No
     assert fix in err and "Traceback" not in err
 
 
+def test_an_unknown_experiment_id_is_shown_bounded(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # before: a 100,000-character id was echoed whole in the error
+    db = str(tmp_path / "x.sqlite3")
+    assert call(capsys, "oi", "init", "--db", db)[0] == 0
+    code, out, _ = call(capsys, "oi", "experiments", "cancel", "x" * 100_000, "--db", db, "--json")
+    assert code == 2 and "No experiment 'xxx" in out and len(out) < 1_000
+
+
 def test_status_on_a_missing_store_exits_2(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     code, _, err = call(capsys, "oi", "status", "--db", str(tmp_path / "none.sqlite3"))
     assert code == 2 and "oi init" in err

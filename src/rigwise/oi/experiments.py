@@ -141,11 +141,11 @@ def get(store: Store, exp_id: str) -> dict[str, Any]:
     ).fetchone()
     if row is None:
         ids = [r[0] for r in store.db.execute("SELECT id FROM experiments")]
-        from rigwise.errors import closest
+        from rigwise.errors import closest, shown_value
 
         raise InputError(
-            f"No experiment {exp_id!r}.",
-            hint=f"Known: {', '.join(closest(exp_id, ids)) or 'none'}.",
+            f"No experiment {shown_value(exp_id)}.",  # bounded: the id was echoed whole
+            hint=f"Known: {', '.join(closest(exp_id[:200], ids)) or 'none'}.",
         )
     return {
         "id": row[0],
