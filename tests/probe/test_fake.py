@@ -53,6 +53,13 @@ GPU = "{name: rtx-4090, memory: 24GB"
         (f"gpus: [{GPU}, numa_node: -7}}]", "'gpus.0.numa_node' = -7"),
         ("gpus: [{name: '', memory: 24GB}]", "'gpus.0.name' = ''"),
         ("network: [{name: eth0, speed_bits_per_s: -1}]", "'network.0.speed_bits_per_s' = -1"),
+        # before: served to Prometheus / reported by bench as given
+        (f"gpus: [{GPU}, sample: {{power_watts: -5}}}}]", "power_watts = -5 must be finite"),
+        (f"gpus: [{GPU}, sample: {{utilization_ratio: 7}}}}]", "= 7 must be from 0 to 1"),
+        (
+            f"gpus: [{GPU}, measured: {{matmul_bf16: -1e14}}}}]",
+            "measured figures must be finite and > 0",
+        ),
     ],
 )
 def test_a_machine_out_of_bounds_is_named(tmp_path: Path, text: str, says: str) -> None:

@@ -9,6 +9,7 @@ measured them, so calibration can be exercised without a GPU.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -49,6 +50,18 @@ def _sample_fields(value: dict[str, float]) -> dict[str, float]:
     unknown = sorted(set(value) - known)
     if unknown:
         raise ValueError(f"unknown sample field(s) {unknown}; known: {sorted(known)}")
+    for key, number in value.items():  # served as-is to Prometheus: power -5 W, utilization 7
+        top = 1.0 if key.endswith("_ratio") else math.inf
+        if not 0 <= number <= top or math.isinf(number):
+            bounds = "from 0 to 1" if top == 1.0 else "finite and >= 0"
+            raise ValueError(f"{key} = {number:g} must be {bounds}")
+    return value
+
+
+def _measured_figures(value: dict[str, float]) -> dict[str, float]:
+    bad = [f"{key} = {number:g}" for key, number in value.items() if not 0 < number < math.inf]
+    if bad:  # a bench reported a matmul of -1e14 FLOP/s as measured
+        raise ValueError(f"measured figures must be finite and > 0 ({bad[0]})")
     return value
 
 
@@ -82,6 +95,7 @@ class FakeGpu(FileModel):
 
     _parse_memory = field_validator("memory", mode="before")(_bytes)
     _check_sample = field_validator("sample")(_sample_fields)
+    _check_measured = field_validator("measured")(_measured_figures)
 
 
 class FakeDisk(FileModel):
