@@ -172,3 +172,11 @@ def test_a_server_that_is_no_coordinator_is_named(status: int, body: bytes, says
     with pytest.raises(RigwiseError, match=says) as caught:
         client.jobs()
     assert "rigwise coordinator" in str(caught.value.hint)
+
+
+def test_data_put_refuses_what_is_not_a_regular_file(capsys: pytest.CaptureFixture[str]) -> None:
+    # before: /dev/zero was read whole: memory ran out (exit 70 'MemoryError' under a ulimit)
+    code, out, _ = run(
+        capsys, "data", "put", "/dev/zero", "--url", "http://127.0.0.1:1", "--token", "t", "--json"
+    )
+    assert code == 2 and "'/dev/zero' is not a regular file" in out["error"]

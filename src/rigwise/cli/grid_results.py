@@ -32,9 +32,12 @@ def data_put(
     as_json: bool,
 ) -> None:
     """Upload a file as a dataset."""
-    manifest = grid_client(url, token).data_put(
-        name or Path(path).name, Path(path).read_bytes(), replicas
-    )
+    file = Path(path)
+    if not file.is_file():  # /dev/zero or a pipe was read until memory ran out
+        from rigwise.cli._common import fail
+
+        fail(f"{path!r} is not a regular file.", hint="Give the path of the file to upload.")
+    manifest = grid_client(url, token).data_put(name or file.name, file.read_bytes(), replicas)
     if as_json:
         print_json(manifest)
     else:
