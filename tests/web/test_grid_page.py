@@ -48,3 +48,16 @@ def test_a_wrong_token_is_an_error_on_the_page_not_a_crash(coordinator) -> None:
     grid = GridClient("http://testserver", "not-the-token", transport=ThroughTestClient(http))
     ctx = grid_context(grid)
     assert ctx["error"] and "did not answer" in ctx["error"]
+
+
+def test_a_grid_url_that_is_no_url_is_an_error_on_the_page(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # before: GET /grid answered the API's bare JSON {"error": "Bad grid URL 'notaurl' ..."}
+    from rigwise.web.app import create_app as create_ui
+
+    monkeypatch.setenv("RIGWISE_GRID_URL", "notaurl")
+    monkeypatch.setenv("RIGWISE_GRID_TOKEN", "t")
+    page = TestClient(create_ui()).get("/grid")
+    assert page.status_code == 400 and page.headers["content-type"].startswith("text/html")
+    assert "Bad grid URL" in page.text

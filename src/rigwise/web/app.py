@@ -5,7 +5,6 @@ parameters are the CLI's long option names, documented in the OpenAPI schema at 
 """
 
 import dataclasses
-import os
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
@@ -150,15 +149,6 @@ def _json(value: Any) -> JSONResponse:
     return JSONResponse(to_jsonable(value))
 
 
-def _grid_client() -> Any | None:
-    url, token = os.environ.get("RIGWISE_GRID_URL"), os.environ.get("RIGWISE_GRID_TOKEN")
-    if not url or not token:
-        return None
-    from rigwise.grid.client import GridClient
-
-    return GridClient(url, token)
-
-
 def create_app() -> FastAPI:
     from rigwise.api.infer import InferOptions
     from rigwise.api.train import TrainOptions
@@ -273,7 +263,7 @@ def _page_routes(
 
     @app.get("/grid", response_class=HTMLResponse, include_in_schema=False)
     def grid_page(request: Request) -> HTMLResponse:
-        return render(request, "grid.html", views.grid_context(_grid_client()))
+        return render(request, "grid.html", views.grid_page_context())
 
 
 def _api_routes(app: FastAPI, infer_query: type[BaseModel], train_query: type[BaseModel]) -> None:

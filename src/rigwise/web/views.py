@@ -6,6 +6,7 @@ plan is shareable as a link; the JSON shown is the library's own ``to_dict``.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -288,6 +289,23 @@ def machine_context() -> dict[str, Any]:
         history=to_jsonable(runs or ()),
         error=error,
     )
+
+
+def grid_page_context() -> dict[str, Any]:
+    """The Grid page for the coordinator in $RIGWISE_GRID_URL (with $RIGWISE_GRID_TOKEN); a URL
+    that is no http(s) URL is shown on the page (it answered the API's bare JSON)."""
+    url, token = os.environ.get("RIGWISE_GRID_URL"), os.environ.get("RIGWISE_GRID_TOKEN")
+    if not url or not token:
+        return grid_context(None)
+    from rigwise.grid.client import GridClient
+
+    try:
+        grid = GridClient(url, token)
+    except RigwiseError as exc:
+        ctx = grid_context(None)
+        ctx.update(configured=True, error=f"{exc.message} {exc.hint or ''}".strip())
+        return ctx
+    return grid_context(grid)
 
 
 def grid_context(grid: Any | None) -> dict[str, Any]:
