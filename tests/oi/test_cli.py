@@ -71,6 +71,10 @@ def test_simulate_json_has_the_named_keys(capsys) -> None:  # type: ignore[no-un
         (["run", "--duration", "5s", "--period", "10s"], "--duration 5s is out of range"),
         (["run", "--duration", "400d"], "--duration 400d is out of range"),
         (["run", "--period", "0.5s"], "--period 0.5s is out of range"),
+        # before: "Experiment file '/dev/zero' not found." for a file that exists
+        (["experiments", "submit", "/dev/zero"], "'/dev/zero' is not a regular file"),
+        (["simulate", "--constants", "/dev/zero"], "'/dev/zero' is not a regular file"),
+        (["run", "--hardware", "/dev/zero", "--duration", "1m"], "is not a regular file"),
         # before: exit 0 and a clean report: no reading of a 'temprature' sensor was faulted
         (["simulate", "--fault", "sensor_oob:temprature@1d"], "Did you mean: temperature"),
         (["simulate", "--fault", "occlusion:drian@1d"], "Leave out ':drian'"),

@@ -62,7 +62,7 @@ def experiments_submit(file: str, db: str | None, constants: str | None, as_json
     from rigwise.oi.experiments import get, submit
 
     path = Path(file)
-    if not path.is_file():
+    if not path.exists():  # a device: read_user_text says 'is not a regular file'
         fail(f"Experiment file {file!r} not found. Give the path of a YAML file.")
     store = _store(db)
     from rigwise.validate_input import read_user_text

@@ -110,7 +110,7 @@ def load_constants(path: str | Path | None = None) -> Constants:
         text = resources.files("rigwise.oi").joinpath("data", "plant.yaml").read_text()
         return _parse(yaml.safe_load(text), "rigwise/oi/data/plant.yaml")
     file = Path(path)
-    if not file.is_file():
+    if not file.exists():  # a device or directory: read_user_text says which
         raise InputError(
             f"Constants file {str(file)!r} not found.",
             hint="Copy src/rigwise/oi/data/plant.yaml and pass its path.",

@@ -81,7 +81,7 @@ class Devices:
 
 def load_config(path: str | Path) -> DriverConfig:
     file = Path(path)
-    if not file.is_file():
+    if not file.exists():  # a device or directory: read_user_text says which
         raise InputError(
             f"Drivers file {str(file)!r} not found.",
             hint="Write one as in docs/oi.md (section Real hardware).",
