@@ -41,6 +41,13 @@ def test_read_user_text_names_missing_directories_devices_huge_and_binary(tmp_pa
         read_user_text("x" * 5000, "rig file")  # a name too long for the file system
 
 
+def test_the_hint_reads_as_english(tmp_path: Path) -> None:
+    # before: 'Give the path of a experiment file' (oi experiments submit, fake hardware file)
+    with pytest.raises(InputError) as caught:
+        read_user_text(tmp_path / "nope.yaml", "experiment file")
+    assert str(caught.value.hint).startswith("Give the path of an experiment file")
+
+
 def test_yaml_refuses_aliases_and_deep_nesting_but_reads_plain_documents() -> None:
     assert load_yaml("nodes: [{name: rtx-4090, count: 2}]", "f") == {
         "nodes": [{"name": "rtx-4090", "count": 2}]

@@ -43,7 +43,8 @@ def read_user_text(path: str | Path, what: str, *, max_bytes: int = MAX_FILE_BYT
     from pathlib import Path  # only where a user's file is read
 
     file = Path(path)
-    hint = f"Give the path of a {what} (a text file under {max_bytes // 1024:,} KiB)."
+    article = "an" if what[:1] in "aeiou" else "a"  # 'a experiment file' read badly
+    hint = f"Give the path of {article} {what} (a text file under {max_bytes // 1024:,} KiB)."
     try:
         info = file.stat()
     except FileNotFoundError:
