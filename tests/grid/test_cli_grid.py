@@ -180,3 +180,17 @@ def test_data_put_refuses_what_is_not_a_regular_file(capsys: pytest.CaptureFixtu
         capsys, "data", "put", "/dev/zero", "--url", "http://127.0.0.1:1", "--token", "t", "--json"
     )
     assert code == 2 and "'/dev/zero' is not a regular file" in out["error"]
+
+
+def test_the_client_gives_up_connecting_sooner_than_on_a_slow_answer() -> None:
+    """A coordinator address that never answers (a black-holed host) waited the whole 60 s
+    request timeout before saying 'Cannot reach the grid'; connecting now gets 10 s."""
+    import httpx
+
+    from rigwise.grid.client import CONNECT_TIMEOUT_S, GridClient
+
+    client = GridClient("http://10.0.0.5:8765", "token")
+    assert client._http.timeout == httpx.Timeout(60.0, connect=CONNECT_TIMEOUT_S)
+    assert CONNECT_TIMEOUT_S == 10.0
+    quick = GridClient("http://10.0.0.5:8765", "token", timeout=2.0)
+    assert quick._http.timeout == httpx.Timeout(2.0)  # never longer than the whole request

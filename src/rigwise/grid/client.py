@@ -29,6 +29,9 @@ def _checked_url(url: str) -> str:
     return url
 
 
+CONNECT_TIMEOUT_S = 10.0  # to open a connection; a request may then take `timeout`
+
+
 class GridClient:
     def __init__(
         self,
@@ -47,7 +50,8 @@ class GridClient:
         self.transport = transport
         self._http = httpx.Client(
             base_url=self.url,
-            timeout=timeout,
+            # an address that never answers (a black-holed host) fails in seconds, not a minute
+            timeout=httpx.Timeout(timeout, connect=min(timeout, CONNECT_TIMEOUT_S)),
             transport=transport,
             headers={"Authorization": f"Bearer {token}"},
         )
