@@ -36,6 +36,25 @@ def test_query_strings_never_name_server_files(client: Any, url: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("url", "key"),
+    [
+        ("/api/infer?model=llama-3.1-8b&on=rtx-4090&on=h100-sxm", "on"),
+        ("/api/fit?on=rtx-4090&use=chat&use=code", "use"),
+        ("/api/gpus?vendor=nvidia&vendor=amd", "vendor"),
+    ],
+)
+def test_a_parameter_given_twice_is_refused(client: Any, url: str, key: str) -> None:
+    """?on=rtx-4090&on=h100-sxm planned h100-sxm without a word (the last value kept)."""
+    response = client.get(url)
+    assert response.status_code == 400
+    assert response.json() == {
+        "error": f"The query gives '{key}' more than once.",
+        "hint": "Give each parameter once.",
+    }
+    assert client.get(url.rsplit("&", 1)[0]).status_code == 200  # once: answered
+
+
+@pytest.mark.parametrize(
     "url", ["/run?model=/etc/hostname&on=rtx-4090", "/run?model=llama-3.1-8b&cluster=/etc/hostname"]
 )
 def test_pages_never_read_server_files(client: Any, url: str) -> None:

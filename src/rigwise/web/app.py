@@ -22,7 +22,14 @@ from rigwise import __version__
 from rigwise.errors import RigwiseError, validation_message
 from rigwise.serialize import to_jsonable
 from rigwise.web import oi_routes, views
-from rigwise.web.inputs import MAX_UPLOAD_BYTES, SERVER_FILE_KEYS, Upload, uploaded, web_options
+from rigwise.web.inputs import (
+    MAX_UPLOAD_BYTES,
+    SERVER_FILE_KEYS,
+    Upload,
+    given_twice,
+    uploaded,
+    web_options,
+)
 from rigwise.web.limits import RequestBudget
 
 _HERE = Path(__file__).parent
@@ -189,6 +196,10 @@ def _guards(app: FastAPI) -> None:
             error = f"The web API does not read files on the server ({named[0]}= given)."
             hint = "POST the content instead (see /docs: hf_config, cluster)."
             return JSONResponse({"error": error, "hint": hint}, status_code=400)
+        twice = given_twice(request.url.path, request.query_params.multi_items())
+        if twice is not None:  # ?on=a&on=b planned the last one without a word
+            error = f"The query gives {twice} more than once."
+            return JSONResponse({"error": error, "hint": "Give each parameter once."}, 400)
         response: Response = await call_next(request)
         return response
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -68,6 +68,19 @@ def catalog_model(name: str) -> str:
     except UnknownNameError as exc:
         raise InputError(exc.message, hint=f"{exc.hint} Or: {_UPLOAD_HINT}") from None
     return name
+
+
+def given_twice(path: str, items: Iterable[tuple[str, str]]) -> str | None:
+    """The first /api/ query parameter given more than once, as it may be shown (no API
+    parameter is a list: ?on=a&on=b planned the last one without a word)."""
+    if not path.startswith("/api/"):
+        return None
+    seen: set[str] = set()
+    for key, _ in items:
+        if key in seen:
+            return shown_value(key, 40)
+        seen.add(key)
+    return None
 
 
 @contextmanager
