@@ -58,3 +58,48 @@ def test_a_constant_out_of_its_domain_is_named(
     path.write_text(f"version: {version}\nrows:\n{base}{rows}")
     with pytest.raises(RigwiseError, match=says):
         load_constants(path)
+
+
+def _rows(**values: float) -> str:
+    return "".join(
+        f"  - {{key: {key}, value: {value}, unit: x, source: lab}}\n"
+        for key, value in values.items()
+    )
+
+
+@pytest.mark.parametrize(
+    ("values", "says"),
+    [
+        # before: read; the heater was never forced off below 1000 degC (tier 2 switched off)
+        (
+            {"temperature_heater_off_c": 1000, "temperature_safe_state_c": 39.5},
+            "need temperature_heater_off_c <= temperature_safe_state_c",
+        ),
+        (
+            {"temperature_band_high_c": 40, "temperature_heater_off_c": 38.5},
+            "need temperature_band_high_c <= temperature_heater_off_c",
+        ),
+        ({"ph_band_low": 7.6, "ph_band_high": 7.0}, "need ph_band_low < ph_band_high"),
+        (
+            {"housing_high_level_ml": 6, "housing_capacity_ml": 5},
+            "need housing_high_level_ml <= housing_capacity_ml",
+        ),
+        ({"recycle_max_ratio": 3}, "recycle_max_ratio = 3 is a share: 0 to 1"),
+        ({"temperature_safe_state_c": 90}, "past 42 degC"),
+    ],
+)
+def test_constants_that_would_switch_an_interlock_off_are_refused(
+    tmp_path: Path, values: dict[str, float], says: str
+) -> None:
+    path = tmp_path / "plant.yaml"
+    path.write_text("rows:\n" + _rows(**values))
+    with pytest.raises(RigwiseError, match=says):
+        load_constants(path)
+
+
+def test_the_packaged_constants_keep_every_order() -> None:
+    from rigwise.oi.constants import ORDERED
+
+    c = load_constants()
+    for low, high, _ in ORDERED:
+        assert c[low] <= c[high], (low, high)

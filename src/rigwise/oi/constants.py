@@ -68,6 +68,50 @@ class Constants:
 # was a ZeroDivisionError in the health index).
 POSITIVE = ("exchange_interval_s", "thermal_time_constant_s", "pump_flow_ml_per_s")
 _FIX = "Fix the row in your copy of plant.yaml: every value is a finite number >= 0."
+# Orders the controller and its interlocks rely on, (lower, higher, may they be equal), each
+# checked where a file has both keys: a lab's copy breaking one switched an interlock off
+# ('temperature_heater_off_c: 1000' never cut the heater; 'ph_band_low' above 'ph_band_high'
+# alarmed on every reading).
+ORDERED = (
+    ("temperature_band_low_c", "temperature_setpoint_c", False),
+    ("temperature_setpoint_c", "temperature_band_high_c", False),
+    ("temperature_band_high_c", "temperature_heater_off_c", True),  # tier 1 <= tier 2
+    ("temperature_heater_off_c", "temperature_safe_state_c", True),  # tier 2 <= tier 3
+    ("ph_band_low", "ph_band_high", False),
+    ("osmolality_band_low_mosm_kg", "osmolality_band_high_mosm_kg", False),
+    ("housing_setpoint_ml", "housing_high_level_ml", False),
+    ("housing_high_level_ml", "housing_capacity_ml", True),
+    ("reservoir_min_ml", "reservoir_initial_ml", False),
+    ("pump_flow_plausible_min_ml_per_s", "pump_flow_ml_per_s", True),
+    ("pump_flow_ml_per_s", "pump_flow_plausible_max_ml_per_s", True),
+    ("glucose_low_mm", "fresh_glucose_mm", False),
+    ("grade_a_max_lactate_mm", "grade_b_max_lactate_mm", True),
+)
+SHARES = ("under_delivery_ratio", "recycle_max_ratio", "heater_readback_tolerance")  # 0 to 1
+# The safe state's own cap: the top of the heat-shock range its row cites (39-42 degC).
+SAFE_STATE_MAX_C = 42.0
+
+
+def _check_orders(values: dict[str, float], origin: str) -> None:
+    for low, high, equal in ORDERED:
+        if low in values and high in values:
+            a, b = values[low], values[high]
+            if a > b or (a == b and not equal):
+                order = "<=" if equal else "<"
+                raise CatalogError(
+                    f"{origin}: {low} = {a:g} and {high} = {b:g}: need {low} {order} {high}.",
+                    hint="Fix the rows in your copy of plant.yaml (the interlocks rely on it).",
+                )
+    for key in SHARES:
+        if values.get(key, 0.0) > 1:
+            raise CatalogError(f"{origin}: {key} = {values[key]:g} is a share: 0 to 1.", hint=_FIX)
+    safe = values.get("temperature_safe_state_c", 0.0)
+    if safe > SAFE_STATE_MAX_C:
+        raise CatalogError(
+            f"{origin}: temperature_safe_state_c = {safe:g} degC is past {SAFE_STATE_MAX_C:g}"
+            " degC, where heat shock harms the culture.",
+            hint=f"Keep the safe state at or below {SAFE_STATE_MAX_C:g} degC.",
+        )
 
 
 def _parse(raw: Any, origin: str) -> Constants:
@@ -82,6 +126,7 @@ def _parse(raw: Any, origin: str) -> Constants:
         if row.value < 0 or (row.key in POSITIVE and row.value == 0):
             least = "> 0" if row.key in POSITIVE else ">= 0"
             raise CatalogError(f"{origin}: {row.key} = {row.value:g} must be {least}.", hint=_FIX)
+    _check_orders({row.key: row.value for row in rows}, origin)
     version = raw.get("version", 1)
     if isinstance(version, bool) or not isinstance(version, int):
         raise CatalogError(
