@@ -130,3 +130,14 @@ def test_a_time_that_rounds_is_also_said_in_seconds(kwargs: dict, said: str) -> 
     'Ack time 1 d is after the simulation's end (1 d)': the bad value rounded away."""
     with pytest.raises(InputError, match=said):
         simulate(days=1, **kwargs)
+
+
+def test_a_period_past_the_heater_loops_sampling_limit_is_refused() -> None:
+    """'--days 2 --period 10min' (no fault) latched over_temperature at 960-1200 s: the heater
+    loop sampled once per 10-min thermal time constant and overshot. The limit, 4 samples per
+    rise time (2.2 time constants), is 330 s with the packaged constants; 5 min runs clean."""
+    with pytest.raises(InputError, match=r"over 5\.5 min overshoots") as caught:
+        simulate(days=1, period_s=600.0)
+    assert "thermal time constant is 10 min" in caught.value.message
+    report = simulate(days=2, period_s=300.0)
+    assert not report.alarms

@@ -56,7 +56,8 @@ def oi() -> None:
     "--period",
     default="60s",
     show_default=True,
-    help="Control period of the simulated loop (1s to 1h).",
+    help="Control period of the simulated loop: 1s to 2.2/4 of the housing's thermal time "
+    "constant (5.5 min with the packaged constants).",
 )
 @click.option("--recycle", is_flag=True, help="Recycle graded spent media (off by default).")
 @click.option(
@@ -175,12 +176,14 @@ def run(
     from rigwise.oi.constants import load_constants
     from rigwise.oi.faults import parse_fault
     from rigwise.oi.runner import run_hardware, run_sim
+    from rigwise.oi.simulate import check_period
 
     store = _store(db)
     c = load_constants(constants)
     duration_s, period_s = _seconds(duration, "--duration"), _seconds(period, "--period")
     if not 1.0 <= period_s <= 3600.0:
         fail(f"--period {period} is out of range.", hint="Use 1s to 1h, e.g. 10s.")
+    check_period(period_s, c)  # the heater loop's sampling limit (oi/simulate.py)
     if not period_s <= duration_s <= 366 * 86400:  # under one period: no step ran, exit 0
         fail(
             f"--duration {duration} is out of range.", hint=f"Use {period} (one --period) to 366d."

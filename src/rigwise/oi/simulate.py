@@ -145,6 +145,27 @@ def _check(
             )
 
 
+# Samples per rise time of a sampled loop: 4 to 10 (Astrom & Wittenmark, Computer-Controlled
+# Systems, sampling-period rule of thumb); a first-order housing rises (10-90 %) in 2.2 time
+# constants, so the longest control period is 2.2 / 4 of the thermal time constant.
+RISE_TIMES_PER_TAU = 2.2
+MIN_SAMPLES_PER_RISE = 4.0
+
+
+def check_period(period_s: float, c: Constants) -> None:
+    """A control period past the heater loop's sampling limit overshoots into a false
+    over-temperature alarm: '--days 2 --period 10min' latched one at 1200 s, no fault given."""
+    tau = c["thermal_time_constant_s"]
+    most = RISE_TIMES_PER_TAU * tau / MIN_SAMPLES_PER_RISE
+    if period_s > most:
+        raise InputError(
+            f"--period {_said(period_s)} is too long for the housing's heater loop: its thermal "
+            f"time constant is {_said(tau)}, so a period over {_said(most)} overshoots into a "
+            "false over-temperature alarm.",
+            hint=f"Use 1s to {_said(most)} (4 samples per rise time of 2.2 time constants).",
+        )
+
+
 def simulate(
     days: float = 30.0,
     seed: int = 1,
@@ -158,6 +179,7 @@ def simulate(
 ) -> SimulationReport:
     _check(days, period_s, acks, faults)
     c = constants or load_constants()
+    check_period(period_s, c)
     store = store or Store()
     rig = build_sim(c, faults, seed, store, period_s=period_s, recycle=recycle)
     started = time.perf_counter()
