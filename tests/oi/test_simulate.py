@@ -9,6 +9,7 @@ import pytest
 from tests.oi.simhelp import advance
 
 from rigwise.errors import InputError
+from rigwise.oi.constants import load_constants
 from rigwise.oi.faults import FaultKind, parse_fault
 from rigwise.oi.interlocks import FAULT_ALARMS
 from rigwise.oi.simulate import simulate
@@ -135,9 +136,24 @@ def test_a_time_that_rounds_is_also_said_in_seconds(kwargs: dict, said: str) -> 
 def test_a_period_past_the_heater_loops_sampling_limit_is_refused() -> None:
     """'--days 2 --period 10min' (no fault) latched over_temperature at 960-1200 s: the heater
     loop sampled once per 10-min thermal time constant and overshot. The limit, 4 samples per
-    rise time (2.2 time constants), is 330 s with the packaged constants; 5 min runs clean."""
-    with pytest.raises(InputError, match=r"over 5\.5 min overshoots") as caught:
-        simulate(days=1, period_s=600.0)
+    rise time (2.2 time constants), is 330 s where a stuck heater cannot reach heater-off."""
+    weak = load_constants().with_overrides(heater_gain_c=15.0)  # stuck on, it stays under 38.5
+    with pytest.raises(InputError, match=r"overshoots into a false over-temperature") as caught:
+        simulate(days=1, period_s=600.0, constants=weak)
     assert "thermal time constant is 10 min" in caught.value.message
-    report = simulate(days=2, period_s=300.0)
-    assert not report.alarms
+    assert caught.value.hint == "Use 1s to 5.5 min."
+
+
+@pytest.mark.parametrize("fault", ["stuck_heater@1d", "sensor_oob@1d", "sensor_nan@1.3d"])
+def test_a_period_the_check_allows_keeps_every_fault_to_its_own_alarm(fault: str) -> None:
+    """330 s passed the sampling rule, but a heater stuck on for one period ran the housing
+    past the safe state before its readback was checked (over_temperature_critical latched,
+    no heater_fault in time), and a temperature sensor's recovery overshot to it. The period
+    is now also held to the stuck heater's rise from setpoint to heater-off: 97 s."""
+    with pytest.raises(InputError, match=r"heater stuck on for one period") as caught:
+        simulate(days=1, period_s=98.0)
+    assert caught.value.hint == "Use 1s to 1.62 min (97 s)."
+    for seed in (1, 2):
+        report = simulate(days=2, seed=seed, period_s=97.0, faults=(parse_fault(fault),))
+        assert [a["kind"] for a in report.alarms] in (["heater_fault"], ["sensor_fault"])
+        assert all(a["latency_from_fault_s"] <= 97.0 for a in report.alarms)

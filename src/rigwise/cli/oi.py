@@ -56,8 +56,8 @@ def oi() -> None:
     "--period",
     default="60s",
     show_default=True,
-    help="Control period of the simulated loop: 1s to 2.2/4 of the housing's thermal time "
-    "constant (5.5 min with the packaged constants).",
+    help="Control period of the simulated loop: 1s to the heater loop's limit (97s with the "
+    "packaged constants; docs/oi.md).",
 )
 @click.option("--recycle", is_flag=True, help="Recycle graded spent media (off by default).")
 @click.option(

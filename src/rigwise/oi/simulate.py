@@ -152,17 +152,37 @@ RISE_TIMES_PER_TAU = 2.2
 MIN_SAMPLES_PER_RISE = 4.0
 
 
-def check_period(period_s: float, c: Constants) -> None:
-    """A control period past the heater loop's sampling limit overshoots into a false
-    over-temperature alarm: '--days 2 --period 10min' latched one at 1200 s, no fault given."""
+def longest_period_s(c: Constants) -> tuple[float, str]:
+    """The longest control period the heater loop takes, and why. Besides the sampling rule, a
+    heater stuck at full duty is seen by its readback one period later: in that period it must
+    not carry the housing from the setpoint past heater-off (tier 2). 330 s let it run past the
+    safe state ('--period 5m --fault stuck_heater@1d' latched over_temperature_critical, and a
+    temperature sensor's recovery overshot to it): 97 s with the packaged constants."""
     tau = c["thermal_time_constant_s"]
-    most = RISE_TIMES_PER_TAU * tau / MIN_SAMPLES_PER_RISE
+    sampling = RISE_TIMES_PER_TAU * tau / MIN_SAMPLES_PER_RISE
+    full = c["ambient_c"] + c["heater_gain_c"]  # where a heater stuck on carries the housing
+    setpoint, off = c["temperature_setpoint_c"], c["temperature_heater_off_c"]
+    stuck = tau * math.log((full - setpoint) / (full - off)) if full > off else math.inf
+    if stuck < sampling:
+        return math.floor(stuck), (
+            f"a heater stuck on for one period would carry the housing from the {setpoint:g} degC "
+            f"setpoint past heater-off ({off:g} degC) before its readback is checked (thermal "
+            f"time constant {_said(tau)})"
+        )
+    return math.floor(sampling), (
+        f"the housing's thermal time constant is {_said(tau)}, so the heater loop overshoots "
+        "into a false over-temperature alarm (4 samples per rise time of 2.2 time constants)"
+    )
+
+
+def check_period(period_s: float, c: Constants) -> None:
+    """A control period past the heater loop's limits: '--days 2 --period 10min' latched a false
+    over-temperature alarm at 1200 s, no fault given; see longest_period_s."""
+    most, why = longest_period_s(c)
     if period_s > most:
         raise InputError(
-            f"--period {_said(period_s)} is too long for the housing's heater loop: its thermal "
-            f"time constant is {_said(tau)}, so a period over {_said(most)} overshoots into a "
-            "false over-temperature alarm.",
-            hint=f"Use 1s to {_said(most)} (4 samples per rise time of 2.2 time constants).",
+            f"--period {_said(period_s)} is too long for the housing's heater loop: {why}.",
+            hint=f"Use 1s to {_said(most)}.",
         )
 
 
