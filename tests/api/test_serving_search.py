@@ -98,3 +98,18 @@ def test_a_request_longer_than_the_models_context_is_bad_input(tmp_path: Path) -
     )
     with pytest.raises(InputError, match="x's config gives no context length"):
         search_serving_layouts(model=str(config.parent), on="h100")
+
+
+def test_the_default_prompt_is_fitted_to_a_short_context() -> None:
+    """'infer gpt2 --on rtx-4090 --search' (no request options) was refused: '--prompt 1,024
+    + --gen 256 = 1,280 tokens is longer than gpt2's 1,024-token context', neither given. The
+    default prompt is fitted, and says so; a prompt given is still held to the context."""
+    found = search_serving_layouts(model="gpt2", on="rtx-4090")
+    assert found.best_aggregated is not None
+    assert "--prompt 768: the default 1,024 fitted to gpt2's 1,024-token context" in " ".join(
+        found.notes
+    )
+    with pytest.raises(InputError, match=r"1,280 tokens is longer than gpt2's 1,024"):
+        search_serving_layouts(model="gpt2", on="rtx-4090", prompt=1024)
+    with pytest.raises(InputError, match=r"2,048 tokens is longer than gpt2's 1,024"):
+        search_serving_layouts(model="gpt2", on="rtx-4090", gen=1024)

@@ -38,7 +38,10 @@ from rigwise.units import parse_seconds, whole_count
 from rigwise.validate_input import merged_options, validated
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from rigwise.hardware import Cluster
+    from rigwise.models import ModelSpec
 
 # The search's work grows with the devices (disaggregated pairs x prefill worker counts):
 # 8,192 devices (1,024 nodes of 8, the --nodes bound) take ~5 s and ~1.7 GB; 65,536 took 37 s
@@ -89,9 +92,7 @@ def search_serving_layouts(
     given = merged_options(options, fields)
     opts = validated(SearchOptions, given, "Bad option", "See `rigwise infer --help`.")
     spec = _stages.model_of(opts.model)
-    require_context_length(spec)  # as a single plan: no layout serves a request past it
-    if opts.prompt + opts.gen > spec.max_context:
-        request_too_long(opts.prompt, opts.gen, spec)
+    opts, fitted = _fitted_request(opts, given, spec)
     cluster = _stages.cluster_of(opts.on, opts.nodes, opts.network, opts.cluster)
     engine = opts.engine or "vllm"
     _stages.check_engine(engine, cluster)
@@ -138,8 +139,28 @@ def search_serving_layouts(
                 shapes.append(found)
     between = cluster.network if len(cluster.nodes) > 1 else cluster.nodes[0].intra_link
     result = search_serving(shapes, (cluster.network, between), request, rejected, looked_up)
-    result = replace(result, lookup_seconds=looked_up - started, notes=_notes(result, total))
+    notes = (*_notes(result, total), *fitted)
+    result = replace(result, lookup_seconds=looked_up - started, notes=notes)
     return _with_intervals(result, engine, cluster)
+
+
+def _fitted_request(
+    opts: SearchOptions, given: Mapping[str, object], spec: ModelSpec
+) -> tuple[SearchOptions, tuple[str, ...]]:
+    """As a single plan, no layout serves a request past the model's context (bad input); a
+    default prompt is fitted to it instead: gpt2's 1,024 tokens refused a search given no
+    request options ('--prompt 1,024 + --gen 256', neither given)."""
+    require_context_length(spec)
+    if opts.prompt + opts.gen <= spec.max_context:
+        return opts, ()
+    if "prompt" in given or spec.max_context <= opts.gen:
+        request_too_long(opts.prompt, opts.gen, spec)
+    prompt = spec.max_context - opts.gen
+    note = (
+        f"--prompt {prompt:,}: the default {opts.prompt:,} fitted to {spec.name}'s "
+        f"{spec.max_context:,}-token context with --gen {opts.gen:,}."
+    )
+    return opts.model_copy(update={"prompt": prompt}), (note,)
 
 
 def _notes(result: ServingSearchResult, total: int) -> tuple[str, ...]:
