@@ -70,4 +70,8 @@ def test_a_content_length_that_is_no_count_gets_400_naming_it() -> None:
         scope = {"type": "http", "headers": [(b"content-length", value)]}
         asyncio.run(RequestBudget(app, max_body_bytes=10)(scope, receive, send))
         assert sent[0]["status"] == 400
-        assert repr(value.decode()) in json.loads(sent[1]["body"])["error"]
+        answer = json.loads(sent[1]["body"])
+        assert repr(value.decode()) in answer["error"]
+        assert answer["hint"] == (
+            "Send the body's length in bytes as digits, or leave the header out."
+        )

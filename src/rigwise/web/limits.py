@@ -39,7 +39,9 @@ class RequestBudget:
         declared = dict(scope.get("headers") or []).get(b"content-length")
         if declared is not None and not declared.isdigit():  # was a 413 'over 1,048,576 bytes'
             shown = declared[:40].decode("latin-1")
-            await _answer(send, 400, f"The Content-Length header {shown!r} is not a byte count.")
+            error = f"The Content-Length header {shown!r} is not a byte count."
+            hint = "Send the body's length in bytes as digits, or leave the header out."
+            await _answer(send, 400, error, hint)
             return
         if declared is not None and int(declared) > self.max_body_bytes:
             await _answer(send, 413, f"The request body is over {self.max_body_bytes:,} bytes.")
@@ -70,8 +72,8 @@ class RequestBudget:
                 await _answer(send, 503, f"The request took over {self.seconds:g} s; try less.")
 
 
-async def _answer(send: Send, status: int, error: str) -> None:
-    body = json.dumps({"error": error, "hint": None}).encode()
+async def _answer(send: Send, status: int, error: str, hint: str | None = None) -> None:
+    body = json.dumps({"error": error, "hint": hint}).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
