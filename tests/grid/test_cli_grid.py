@@ -174,8 +174,15 @@ def test_a_server_that_is_no_coordinator_is_named(status: int, body: bytes, says
     assert "rigwise coordinator" in str(caught.value.hint)
 
 
-def test_data_put_refuses_what_is_not_a_regular_file(capsys: pytest.CaptureFixture[str]) -> None:
-    # before: /dev/zero was read whole: memory ran out (exit 70 'MemoryError' under a ulimit)
+def test_data_put_refuses_what_is_not_a_regular_file(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # before: /dev/zero was read whole: memory ran out (exit 70 'MemoryError' under a ulimit).
+    # Reading is refused here, so that the test fails before the fix without the memory.
+    def no_read(self: Path) -> bytes:
+        raise AssertionError(f"{self} was read")
+
+    monkeypatch.setattr(Path, "read_bytes", no_read)
     code, out, _ = run(
         capsys, "data", "put", "/dev/zero", "--url", "http://127.0.0.1:1", "--token", "t", "--json"
     )
