@@ -71,6 +71,9 @@ def test_simulate_json_has_the_named_keys(capsys) -> None:  # type: ignore[no-un
         (["run", "--duration", "5s", "--period", "10s"], "--duration 5s is out of range"),
         (["run", "--duration", "400d"], "--duration 400d is out of range"),
         (["run", "--period", "0.5s"], "--period 0.5s is out of range"),
+        # before: 'Use 1s to 1h', and a period over 97 s was then refused by the heater loop
+        (["run", "--period", "2h"], "--period 2h is out of range. Use 1s to 1.62 min (97 s)."),
+        (["simulate", "--period", "0.5s"], "is out of range. Use 1s to 1.62 min (97 s)."),
         # before: "Experiment file '/dev/zero' not found." for a file that exists
         (["experiments", "submit", "/dev/zero"], "'/dev/zero' is not a regular file"),
         (["simulate", "--constants", "/dev/zero"], "'/dev/zero' is not a regular file"),

@@ -176,13 +176,13 @@ def run(
     from rigwise.oi.constants import load_constants
     from rigwise.oi.faults import parse_fault
     from rigwise.oi.runner import run_hardware, run_sim
-    from rigwise.oi.simulate import check_period
+    from rigwise.oi.simulate import check_period, period_hint
 
     store = _store(db)
     c = load_constants(constants)
     duration_s, period_s = _seconds(duration, "--duration"), _seconds(period, "--period")
     if not 1.0 <= period_s <= 3600.0:
-        fail(f"--period {period} is out of range.", hint="Use 1s to 1h, e.g. 10s.")
+        fail(f"--period {period} is out of range.", hint=period_hint(c))
     check_period(period_s, c)  # the heater loop's sampling limit (oi/simulate.py)
     if not period_s <= duration_s <= 366 * 86400:  # under one period: no step ran, exit 0
         fail(

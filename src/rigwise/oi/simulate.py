@@ -121,12 +121,16 @@ def _said(seconds: float) -> str:
 
 
 def _check(
-    days: float, period_s: float, acks: tuple[float, ...], faults: tuple[FaultSpec, ...]
+    days: float,
+    period_s: float,
+    acks: tuple[float, ...],
+    faults: tuple[FaultSpec, ...],
+    c: Constants,
 ) -> None:
     if not 0 < days <= MAX_DAYS:
         raise InputError(f"--days {days:g} is out of range.", hint=f"Use 0 < days <= {MAX_DAYS:g}.")
-    if not 1.0 <= period_s <= 3600.0:
-        raise InputError(f"--period {_said(period_s)} is out of range.", hint="Use 1s to 1h.")
+    if not 1.0 <= period_s <= 3600.0:  # the hint said 1h, which check_period then refused
+        raise InputError(f"--period {_said(period_s)} is out of range.", hint=period_hint(c))
     end_s = days * 86400.0
     for a in acks:
         if a < 0:
@@ -182,8 +186,13 @@ def check_period(period_s: float, c: Constants) -> None:
     if period_s > most:
         raise InputError(
             f"--period {_said(period_s)} is too long for the housing's heater loop: {why}.",
-            hint=f"Use 1s to {_said(most)}.",
+            hint=period_hint(c),
         )
+
+
+def period_hint(c: Constants) -> str:
+    """The control periods the loop takes, 1 s to the heater loop's limit (at most 1 h)."""
+    return f"Use 1s to {_said(min(longest_period_s(c)[0], 3600.0))}."
 
 
 def simulate(
@@ -197,8 +206,8 @@ def simulate(
     constants: Constants | None = None,
     store: Store | None = None,
 ) -> SimulationReport:
-    _check(days, period_s, acks, faults)
     c = constants or load_constants()
+    _check(days, period_s, acks, faults, c)
     check_period(period_s, c)
     store = store or Store()
     rig = build_sim(c, faults, seed, store, period_s=period_s, recycle=recycle)
