@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from tests.web.test_api_inputs import LLAMA_8B_CONFIG
 
 from rigwise.api.infer import plan_inference
 from rigwise.api.train import plan_training
@@ -207,15 +208,7 @@ def test_a_request_longer_than_the_model_names_prompt_and_gen() -> None:
 def test_a_config_without_a_context_length_says_what_to_add(tmp_path: Path) -> None:
     """A config.json without max_position_embeddings said "--prompt 512 + --gen 128 = 640
     tokens is longer than x's 0-token context"; training plans need no context length."""
-    config = {
-        "model_type": "llama",
-        "hidden_size": 4096,
-        "num_attention_heads": 32,
-        "num_key_value_heads": 8,
-        "num_hidden_layers": 32,
-        "intermediate_size": 14336,
-        "vocab_size": 128256,
-    }
+    config = {k: v for k, v in LLAMA_8B_CONFIG.items() if k != "max_position_embeddings"}
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config), encoding="utf-8")
     with pytest.raises(InputError, match="gives no context length") as caught:

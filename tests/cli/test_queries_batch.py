@@ -151,11 +151,8 @@ def test_train_queries_answer_as_each_plan_alone(
     assert len(broken) == 3 and sum("error" in a for a in alone) == 3
 
 
-def test_repeated_lines_are_planned_once_and_answered_each(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A line whose text came before is answered from that line's plan (the same JSON), and a
-    repeated bad line still names its own line number."""
+def _count_plans(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The options of every inference plan made from now on (``api.infer._plan`` counted)."""
     from rigwise.api import infer
 
     planned: list[Any] = []
@@ -166,6 +163,15 @@ def test_repeated_lines_are_planned_once_and_answered_each(
         return plan(opts)
 
     monkeypatch.setattr(infer, "_plan", counted)
+    return planned
+
+
+def test_repeated_lines_are_planned_once_and_answered_each(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A line whose text came before is answered from that line's plan (the same JSON), and a
+    repeated bad line still names its own line number."""
+    planned = _count_plans(monkeypatch)
     good = json.dumps({"model": "llama-3.1-8b", "on": "rtx-4090", "levers": False})
     other = json.dumps({"model": "llama-3.1-8b", "on": "rtx-4090", "gen": 64, "levers": False})
     bad = json.dumps({"model": "llama-3.1-8b", "on": "rtx-4900"})
@@ -181,17 +187,9 @@ def test_the_kept_answers_are_bounded_by_their_size(
 ) -> None:
     """Repeated lines are answered from kept answers until those hold MEMO_CHARS characters
     (65,536 full answers of ~4 KB held ~260 MB); then they are dropped and planned anew."""
-    from rigwise.api import infer
     from rigwise.cli import queries as _common
 
-    planned: list[Any] = []
-    plan = infer._plan
-
-    def counted(opts: Any) -> Any:
-        planned.append(opts)
-        return plan(opts)
-
-    monkeypatch.setattr(infer, "_plan", counted)
+    planned = _count_plans(monkeypatch)
     monkeypatch.setattr(_common, "QUERY_CHUNK", 1)  # one line a chunk: the bound checked each
     good = json.dumps({"model": "llama-3.1-8b", "on": "rtx-4090", "levers": False})
     answers, _ = _queries(tmp_path, "infer", [good] * 3)
