@@ -172,7 +172,12 @@ def search_layouts(
     """Every candidate layout for ``gpus`` GPUs, pruned, estimated and ranked. A cost or
     energy search also tries 1/2, 1/4, ... of the GPUs only with ``allow_fewer_gpus``."""
     started = time.perf_counter()
-    found = candidates(geo, work, gpus, fabric.gpus_per_node, fixed, objective, allow_fewer_gpus)
+    lay = generated(geo, work, gpus, fabric.gpus_per_node, fixed, objective, allow_fewer_gpus)
+    found = (
+        pruned_apart(geo, work, [lay], gpus, fabric.gpus_per_node)[1][0]
+        if len(lay)
+        else Candidates(lay, 0, {})
+    )
     if len(found.survivors) == 0:
         return ranked(found, None, 0, fabric, factors, objective, started)
     ev = evaluate(geo, work, found.survivors, fabric, factors)
@@ -186,22 +191,6 @@ class Candidates:
     survivors: LayoutArrays
     generated: int
     pruned: dict[str, int]
-
-
-def candidates(
-    geo: Geometry,
-    work: Workload,
-    gpus: int,
-    gpus_per_node: int,
-    fixed: Mapping[str, Any],
-    objective: str = "time",
-    allow_fewer_gpus: bool = False,
-) -> Candidates:
-    """The cross product of the free flags, pruned by the rules (counted by reason)."""
-    lay = generated(geo, work, gpus, gpus_per_node, fixed, objective, allow_fewer_gpus)
-    if len(lay) == 0:
-        return Candidates(lay, 0, {})
-    return pruned_apart(geo, work, [lay], gpus, gpus_per_node)[1][0]
 
 
 def generated(
@@ -221,7 +210,7 @@ def generated(
 def pruned_apart(
     geo: Geometry, work: Workload, lays: Sequence[LayoutArrays], gpus: int, gpus_per_node: int
 ) -> tuple[LayoutArrays, list[Candidates]]:
-    """``candidates`` of searches whose generated layouts are ``lays`` (none empty; ``work``:
+    """The candidates of searches whose generated layouts are ``lays`` (none empty; ``work``:
     each row's, ``per_row``), the rules applied to all their rows at once: the survivors of
     all, in order, and each search's ``Candidates`` (its survivors a slice of them)."""
     if not all(len(one) for one in lays):  # np.add.reduceat cannot count an empty one
