@@ -193,7 +193,7 @@ def _setup_of(opts: InferOptions) -> _Setup:
 def _setup(opts: InferOptions) -> _Setup:
     spec = model_of(opts.model)
     cluster = cluster_of(opts.on, opts.nodes, opts.network, opts.cluster)
-    check_expert_parallel(spec, opts.ep, devices=cluster.accelerator_count, cluster=cluster)
+    check_expert_parallel(spec, opts.ep, cluster=cluster)
     engine = opts.engine or default_engine(cluster, opts.concurrency)
     check_engine(engine, cluster)
     quant = canonical_quant(

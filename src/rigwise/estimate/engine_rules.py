@@ -104,6 +104,16 @@ def _layout_violation(rule: Rule, spec: ModelSpec, attention_tp: int) -> str | N
     return None
 
 
+def layout_violation(engine: str, spec: ModelSpec, attention_tp: int) -> Violation | None:
+    """The first of the engine's head rules (heads_divide, kv_heads_divide) that an attention
+    tensor-parallel size ``attention_tp`` breaks, or None."""
+    for rule in _active(engine):
+        message = _layout_violation(rule, spec, attention_tp)
+        if message:
+            return Violation(rule.name, message, rule.source)
+    return None
+
+
 def vendor_violation(engine: str, accelerators: Iterable[Accelerator]) -> Violation | None:
     """An engine tied to one vendor asked to run elsewhere (bad input, not a layout)."""
     for rule in rules():
@@ -202,10 +212,9 @@ def violation(
     """The first engine rule this deployment breaks, or None."""
     active = _active(engine)
     for width in sorted(set(attention_tp)):
-        for rule in active:
-            message = _layout_violation(rule, spec, width)
-            if message:
-                return Violation(rule.name, message, rule.source)
+        found = layout_violation(engine, spec, width)
+        if found:
+            return found
     for accelerator in {a.id: a for a in accelerators}.values():
         for rule in active:
             message = _device_violation(rule, accelerator)

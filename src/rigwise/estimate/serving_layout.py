@@ -18,7 +18,12 @@ from typing import NoReturn
 
 from rigwise.errors import InputError
 from rigwise.estimate.engine_overheads import EngineOverheads
-from rigwise.estimate.engine_rules import Violation, engine_defaults, violation
+from rigwise.estimate.engine_rules import (
+    Violation,
+    engine_defaults,
+    layout_violation,
+    violation,
+)
 from rigwise.estimate.inference import Context, Phase
 from rigwise.estimate.inference_memory import MemoryBreakdown
 from rigwise.estimate.inference_stages import Stage, build_stages, group_count
@@ -47,6 +52,12 @@ def _check_inside_tp(layout: ReplicaLayout, width: int) -> None:
             )
 
 
+# The engine whose head rules the dense --ep hint keeps to, before a plan's engine is known:
+# vLLM's rows are SGLang's and TensorRT-LLM's too (engine_rules.csv tp-divides-attention-heads,
+# tp-kv-heads).
+_SHARDING_ENGINE = "vllm"
+
+
 def check_expert_parallel(
     spec: ModelSpec,
     ep: int,
@@ -57,16 +68,21 @@ def check_expert_parallel(
 ) -> None:
     """Expert parallel shards routed experts: a dense model has none, so ``ep`` > 1 would be
     ignored without a word (the plan the same as without it). The hint's tensor-parallel size
-    is ``ep`` held to the ``devices`` there are (0: not known) and to a size that splits the
-    heads as vLLM, SGLang and TensorRT-LLM shard them (engine rules tp-divides-attention-heads
-    and tp-kv-heads) and, given the ``cluster`` a plan runs on, one its nodes take (a size that
-    divides each node's devices or spans whole nodes)."""
+    is ``ep`` held to the devices there are (``devices``, 0: not known; or the ``cluster``'s),
+    to a size that splits the heads as vLLM, SGLang and TensorRT-LLM shard them (engine rules
+    tp-divides-attention-heads and tp-kv-heads) and, given the ``cluster`` a plan runs on, to
+    one its nodes take (a size that divides each node's devices or spans whole nodes)."""
     if ep > 1 and spec.moe is None:
+        devices = cluster.accelerator_count if cluster is not None else devices
         most = min(ep, devices) if devices > 0 else ep
         tp = next(
             t
             for t in range(most, 0, -1)
-            if t == 1 or (_splits_heads(spec, t) and (cluster is None or _rig_takes(cluster, t)))
+            if t == 1
+            or (
+                layout_violation(_SHARDING_ENGINE, spec, t) is None
+                and (cluster is None or _rig_takes(cluster, t))
+            )
         )
         hint = f"Drop {name}, or use {tp_name} {tp} to split the model over {tp} devices."
         if tp == 1:  # on more devices, no tensor-parallel size both the engine and rig take
@@ -77,14 +93,6 @@ def check_expert_parallel(
             f"{name} {ep} asks for expert parallel, but {spec.name} is a dense model (no experts).",
             hint=hint,
         )
-
-
-def _splits_heads(spec: ModelSpec, tp: int) -> bool:
-    """Whether tensor parallel ``tp`` divides the attention heads and, without MLA, divides
-    the KV heads or is divided by them (engine_rules.csv heads_divide, kv_heads_divide)."""
-    heads, kv = max(spec.num_attention_heads, 1), max(spec.num_kv_heads, 1)
-    kv_ok = spec.mla is not None or (kv % tp == 0 if kv >= tp else tp % kv == 0)
-    return heads % tp == 0 and kv_ok
 
 
 def _rig_takes(cluster: Cluster, tp: int) -> bool:
