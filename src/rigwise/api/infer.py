@@ -14,7 +14,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from rigwise.api.context import request_too_long, require_context_length
-from rigwise.api.infer_memory import fitted_memory, idle_devices, memory_of, with_host
+from rigwise.api.infer_memory import (
+    IdleNote,
+    fitted_memory,
+    idle_devices,
+    idle_notes,
+    memory_of,
+    with_host,
+)
 from rigwise.api.infer_options import ENGINES, MAX_CONTEXT_TOKENS, InferOptions
 from rigwise.api.infer_stages import (
     DEFAULT_QUANT,
@@ -152,7 +159,7 @@ class _Setup:
     cluster: Cluster
     stages: tuple[Stage, ...]
     ctx: Context
-    idle_notes: tuple[str, ...]
+    idle_notes: tuple[IdleNote, ...]
     memo: dict[str, object] = field(default_factory=dict, compare=False)
 
     def once(self, name: str, stages: tuple[Stage, ...], make: Callable[[], T]) -> T:
@@ -248,15 +255,17 @@ def _plan(opts: InferOptions) -> InferencePlan:
     stages = setup.stages
     notes: list[str] = [setup.layout_note] if setup.layout_note else []
     context = _context(opts, spec, engine, stages, notes)
-    notes.extend(setup.idle_notes)
+    after: list[str] = []  # the notes after the idle devices' (whose hints wait for the memory)
     if opts.nodes > 1 and setup.cluster.network is None:
-        notes.append(
+        after.append(
             "No --network: transfers between nodes are not costed (e.g. --network ib-ndr)."
         )
     for stage in stages:  # validate calibration keys early, once
         efficiency(engine, stage, quant, opts.calibration)
     kv_bytes = spec.kv_cache_bytes(context, kv_dtype)  # one request must fit; more may queue
-    stages, memory = fitted_memory(opts, stages, ctx, kv_bytes, notes)
+    hinted = any(n.dp_hint for n in setup.idle_notes)
+    stages, memory = fitted_memory(opts, stages, ctx, kv_bytes, after, hinted)
+    notes += idle_notes(setup.idle_notes, memory) + after
     # the plan's fields, the speeds added below before it is made (made once: a frozen
     # dataclass of 20 fields, replaced, was made twice per plan)
     fields: dict[str, Any] = dict(

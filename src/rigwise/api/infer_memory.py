@@ -7,7 +7,7 @@ memory of the same few KV-cache sizes (their context's, none, a running batch's)
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from rigwise.api.infer_stages import overheads
@@ -138,9 +138,12 @@ def fitted_memory(
     ctx: Context,
     kv_bytes: float,
     notes: list[str],
+    idle_hinted: bool = False,
 ) -> tuple[tuple[Stage, ...], MemoryBreakdown]:
     """Memory per device; with offload (asked for, or the engine's default) and no fit,
-    weights moved to host RAM."""
+    weights moved to host RAM. ``idle_hinted``: the setup's idle devices got a ``--dp`` hint,
+    which offloaded weights void (more replicas would each offload as much: ``idle_notes``);
+    the offload note then says the idle devices could hold them."""
     spec, engine = ctx.spec, ctx.engine
     memory = memory_of(spec, stages, ctx, kv_bytes, engine)
     offload = opts.offload or ("auto" if auto_offload(engine, stages) else "none")
@@ -150,18 +153,29 @@ def fitted_memory(
         stages = _with_offload(spec, stages, ctx, kv_bytes, engine)
         memory = memory_of(spec, stages, ctx, kv_bytes, engine)
         if memory.host_offload_bytes:
-            idle = [n for n in notes if _DP_HINT in n]  # more replicas would offload as much
-            notes[:] = [n.split(" --dp ")[0] if n in idle else n for n in notes]
             notes.append(
                 f"{memory.host_offload_bytes / 1e9:.1f} GB of weights offloaded to host RAM."
-                + (" The idle devices could hold them (a longer --pp or wider --tp)." * bool(idle))
+                + (" The idle devices could hold them (a longer --pp or wider --tp)." * idle_hinted)
             )
         elif not any(can_offload(s) for s in stages):
             notes.append("Offload needs --host CPU (the host's RAM size and bandwidth).")
     return stages, memory
 
 
-_DP_HINT = " would run a replica on each "
+def idle_notes(idle: tuple[IdleNote, ...], memory: MemoryBreakdown) -> list[str]:
+    """The setup's idle-device notes for one plan: each with its ``--dp`` hint unless the plan
+    offloads weights to host RAM (each replica would offload as much again)."""
+    offloaded = memory.host_offload_bytes > 0
+    return [n.text + ("" if offloaded else n.dp_hint) for n in idle]
+
+
+@dataclass(frozen=True)
+class IdleNote:
+    """Devices a layout leaves idle (``text``) and the ``--dp N`` that would use them
+    (``dp_hint``, '' for none): a setup's, shown with each of its plans."""
+
+    text: str
+    dp_hint: str = ""
 
 
 def idle_devices(
@@ -170,7 +184,7 @@ def idle_devices(
     stages: tuple[Stage, ...],
     layers: int,
     layout_note: str | None,
-) -> list[str]:
+) -> list[IdleNote]:
     """A note when the layout leaves devices idle: a pipeline too short for them (at most one
     stage per layer), or a --tp / --pp / --dp given that uses fewer than the rig has (the note
     that --dp alone makes already says so)."""
@@ -180,13 +194,16 @@ def idle_devices(
         return []
     if len(stages) == layers and opts.dp == 1:
         return [
-            f"Only {used:,} of the {total:,} devices hold layers "
-            f"({layers} layers, one pipeline stage per layer at most); the rest idle."
+            IdleNote(
+                f"Only {used:,} of the {total:,} devices hold layers "
+                f"({layers} layers, one pipeline stage per layer at most); the rest idle."
+            )
         ]
     shape = f"tp {max(s.tp for s in stages)} x pp {len(stages)}"
     shape += f" x {opts.dp} replicas" if opts.dp > 1 else ""
     note = f"{shape} uses {used:,} of the {total:,} devices; {total - used:,} idle."
     one_kind = len({node.accelerator.id for node, _ in cluster.runs}) == 1
     if one_kind and total // per_replica > opts.dp:
-        note += f" --dp {total // per_replica}{_DP_HINT}{per_replica:,}."
-    return [note]
+        hint = f" --dp {total // per_replica} would run a replica on each {per_replica:,}."
+        return [IdleNote(note, hint)]
+    return [IdleNote(note)]
