@@ -26,7 +26,7 @@ from rigwise.oi.simdevices import (
     check_fault_devices,
 )
 from rigwise.oi.store import Store
-from rigwise.units import format_seconds
+from rigwise.units import format_seconds, parse_seconds
 
 MAX_DAYS = 365.0
 # The accelerated simulation's control period. The real loop (`oi run`) defaults to 10 s; 60 s
@@ -107,17 +107,15 @@ def build_sim(
     return SimRig(plant, ctrl, clock, pumps)
 
 
-_UNIT_S = {"µs": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
-
-
 def _said(seconds: float) -> str:
     """``seconds`` as people write them ('400 d', not '3.456e+07s'), with the exact seconds
     when that rounds: '--period 3601' is '1 h (3601 s)', not '1 h' beside 'Use 1s to 1h'."""
     text = format_seconds(seconds)
-    number, _, unit = text.partition(" ")
-    if unit in _UNIT_S and math.isclose(float(number) * _UNIT_S[unit], seconds, rel_tol=1e-9):
-        return text
-    return f"{text} ({seconds:g} s)"
+    try:  # the text read back as a duration is the value: nothing rounded away
+        exact = math.isclose(parse_seconds(text.lstrip("-")), abs(seconds), rel_tol=1e-9)
+    except InputError:  # '∞'
+        exact = False
+    return text if exact else f"{text} ({seconds:g} s)"
 
 
 def _check(
